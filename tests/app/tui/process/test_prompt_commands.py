@@ -6,6 +6,7 @@ model. Everything is driven through the keyboard with Textual's Pilot.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +215,48 @@ async def test_a_templates_shell_command_runs_after_the_dialog_and_its_output_is
     assert seen["after_no"] == []
     assert seen["user"] == ["Files here:\none\ntwo\nSay which."]
     assert "coding-agent.shell" in seen["kinds"]  # the command is in the transcript too
+
+
+def _deny_touch_ask_echo(claude: Path, project: Path) -> None:
+    """Your rules deny ``touch`` and ask for ``echo``; two project templates allow them."""
+    claude.mkdir(parents=True, exist_ok=True)
+    rules = {"permissions": {"deny": ["Bash(touch:*)"], "ask": ["Bash(echo:*)"]}}
+    (claude / "settings.json").write_text(json.dumps(rules))
+    prompts = project / ".coding-agent/prompts"
+    (prompts / "mark.md").write_text(
+        "---\nallowed-tools: Bash(touch:*)\n---\n!`touch MARKED`\nDone?\n"
+    )
+    (prompts / "hello.md").write_text("---\nallowed-tools: Bash(echo:*)\n---\n!`echo hi`\nOk?\n")
+
+
+async def test_a_templates_shell_command_is_decided_as_a_bash_call_of_it(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    """A template's ``allowed-tools`` spares the dialog, never a rule: with ``deny:
+    ["Bash(touch:*)"]`` its ``!`touch …``` is refused and nothing is sent (as ``-p`` does, and
+    as a ``bash`` call of it would be); with ``ask: ["Bash(echo:*)"]`` its ``!`echo …``` asks
+    although ``allowed-tools: Bash(echo:*)`` allows it."""
+    _deny_touch_ask_echo(Path(agent_env["CLAUDE_CONFIG_DIR"]), session.cwd)
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/mark", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("was not sent" in m for _, m in kit.toasts(app)), "the refusal"
+        )
+        seen["refusal"] = [m for _, m in kit.toasts(app) if "was not sent" in m]
+        seen["after_mark"] = user_texts(kit, app)
+        await pilot.press(*"/hello", "enter")
+        await kit.wait_for(pilot, lambda: kit.dialog_ready(app, ConfirmScreen), "the dialog")
+        seen["asked"] = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        await pilot.press("2", "enter")  # no: nothing is sent
+
+    await kit.drive(session, keeper, test)
+    assert len(seen["refusal"]) == 1 and "touch MARKED" in seen["refusal"][0]
+    assert "Bash(touch:*)" in seen["refusal"][0]  # the rule that refuses it is named
+    assert not (session.cwd / "MARKED").exists()
+    assert seen["after_mark"] == []
+    assert "$ echo hi" in seen["asked"]

@@ -261,7 +261,10 @@ async def run_client(
                 # (app_turn: what is typed as the editor appears shows at once).
                 await turn()
                 from coding_agent.tui.commands.core import commands_facet
-                from coding_agent.tui.commands.prompts import prompt_commands_facet
+                from coding_agent.tui.commands.prompts import (
+                    approval_rules_facet,
+                    prompt_commands_facet,
+                )
 
                 await turn()
                 from coding_agent.tui.commands.sessions import session_commands_facet
@@ -287,7 +290,9 @@ async def run_client(
                 for generation in generations:
                     facets.extend(generation.facets)
                 # Last: a prompt template never takes the name of another command.
-                facets.append(prompt_commands_facet(client, session.cwd, rescans))
+                rules: list[Any] = []  # a template's !`cmd` is decided as a bash call of it
+                facets.append(approval_rules_facet(rules))
+                facets.append(prompt_commands_facet(client, session.cwd, rescans, rules))
                 shell = RemoteShellRunner(client)  # !cmd and !!cmd
                 app.shell = shell
                 facets.append(shell.facet())

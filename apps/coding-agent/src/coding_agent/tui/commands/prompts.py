@@ -62,7 +62,7 @@ from coding_agent.context.system_prompt import (
     estimate_tokens,
     prompt_sections,
 )
-from coding_agent.contracts import ShellService, WorkerStatusService
+from coding_agent.contracts import APPROVAL_RULES, ShellService, WorkerStatusService
 from coding_agent.tui.commands.context_budget import bar, budget
 from coding_agent.tui.conversation_client import RemoteConversationClient, WorkerUnavailable
 from coding_agent.tui.document import model_label
@@ -73,6 +73,7 @@ __all__ = [
     "PromptsTarget",
     "SkillTarget",
     "TemplateTarget",
+    "approval_rules_facet",
     "context",
     "context_rows",
     "expand_in_tui",
@@ -191,13 +192,34 @@ async def expand_in_tui(
     client: RemoteConversationClient,
     cwd: Path,
     ctx: Context,
+    rules: Any = None,
 ) -> str | None:
     """``/NAME args`` expanded for sending: its ``!`cmd``` commands run first, through the
     worker's ``!cmd`` runner (the ``bash`` tool's executor, in the sandbox when it is on; each
-    shown in the transcript and not sent on its own), after a dialog unless the template's
-    ``allowed-tools`` allows each (``Bash(git status:*)``). ``None``: the user said no."""
+    shown in the transcript and not sent on its own), each decided as a ``bash`` call of it by
+    the approval feature's ``rules`` (:data:`~coding_agent.contracts.APPROVAL_RULES`, its
+    ``check_command``), as ``-p`` does: a deny rule or plan mode refuses the template, what
+    they run runs, an ask rule asks in a dialog whatever the template says, and otherwise the
+    template's ``allowed-tools`` (``Bash(git status:*)``) spares the dialog. Without the
+    feature only ``allowed-tools`` spares it. ``None``: not sent (refused, or the user said
+    no)."""
     commands = shell_commands(template, args)
-    asked = [command for command in commands if not bash_allowed(template, command)]
+    asked: list[str] = []
+    for command in commands:
+        found: Any = await rules.check_command(command, ctx) if rules is not None else None
+        verdict = found.get("verdict") if isinstance(found, dict) else None
+        if verdict == "block":  # a deny rule, plan mode: as a bash call of it would be
+            why = str(found.get("why") or "the permission rules refuse it")
+            tui.notify(
+                f"/{template.name} was not sent: it runs `{command}` first, and {why}",
+                severity="error",
+            )
+            return None
+        if verdict == "run":
+            continue
+        by_rule = verdict == "ask" and found.get("by") == "rule"  # only a person overrides it
+        if by_rule or not bash_allowed(template, command):
+            asked.append(command)
     if asked:
         modal = await tui.acquire_modal(ctx)
         try:
@@ -237,6 +259,9 @@ class PromptsTarget:
     skills: SkillSet = field(default_factory=SkillSet)
     registered: list[Callable[[], None]] = field(default_factory=lambda: [])
     warned: set[str] = field(default_factory=lambda: set())
+    rules: list[Any] = field(default_factory=lambda: [])
+    """The approval feature's ``approval.rules`` service once it is active (filled by
+    :func:`approval_rules_facet`); empty without the feature."""
 
     def unregister_all(self) -> None:
         """Drop every ``/skill:`` and template command registered so far."""
@@ -279,7 +304,7 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
     try:
         text = await expand_in_tui(
             target.template, args.text, prompts.tui, prompts.shell, prompts.client,
-            prompts.folder, ctx,
+            prompts.folder, ctx, prompts.rules[-1] if prompts.rules else None,
         )  # fmt: skip
     except TemplateError as error:
         raise CommandError(str(error)) from error
@@ -513,10 +538,26 @@ PROMPT_COMMANDS: tuple[Command[PromptsTarget], ...] = (
 file found (:func:`refresh`)."""
 
 
+def approval_rules_facet(rules: list[Any]) -> Facet:
+    """A facet handing the approval feature's ``approval.rules`` service to ``rules`` (give the
+    same list to :func:`prompt_commands_facet`) once it is active: a template's ``!`cmd``` is
+    then decided as a ``bash`` call of it. Apart from the prompt commands so that they do not
+    wait for the feature."""
+
+    @define_facet("@coding-agent/prompt-command-rules")
+    def setup(env: FacetEnvironment) -> None:
+        service = env.use(APPROVAL_RULES)
+        env.on_activate(lambda: rules.append(service))
+        env.own(lambda: rules.remove(service) if service in rules else None)
+
+    return setup
+
+
 def prompt_commands_facet(
     client: RemoteConversationClient,
     cwd: str | os.PathLike[str],
     rescans: list[Callable[[], None]] | None = None,
+    rules: list[Any] | None = None,
 ) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
     ``/context`` for the project in ``cwd`` (module docstring). It adds its scan to
@@ -530,6 +571,8 @@ def prompt_commands_facet(
         target = PromptsTarget(
             client, tui, env.use(ShellService), folder, status=env.use(WorkerStatusService)
         )
+        if rules is not None:
+            target.rules = rules
 
         def rescan() -> None:
             refresh(target)
