@@ -269,6 +269,45 @@ async def test_a_pre_tool_use_hook_whose_json_denies_keeps_the_file_unwritten(
     assert (tmp_path / "project" / "notes.md").read_text() == "hi\n"
 
 
+REWRITE_TO_DRY_RUN = """import json, sys
+call = json.load(sys.stdin)
+command = call["tool_input"]["command"]
+if "--dry-run" not in command:
+    print(json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {**call["tool_input"], "command": command + " --dry-run"},
+    }}))
+else:  # an input the hook leaves as it is (the same updatedInput) goes on
+    print(json.dumps({"hookSpecificOutput": {"updatedInput": call["tool_input"]}}))
+"""
+
+
+async def test_a_pre_tool_use_hook_that_rewrites_the_input_blocks_the_original_call(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """Claude Code runs a hook's ``updatedInput`` instead of the model's input; this agent does
+    not rewrite calls, so running the original would undo the hook: the call is blocked."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "dry.py", REWRITE_TO_DRY_RUN)
+    settings(
+        tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [command(f"{PYTHON} {hook}")]}]}
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch deployed"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ok --dry-run"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    rewritten, same = results(client)
+    assert rewritten["isError"] is True
+    text = rewritten["content"][0]["text"]
+    assert "rewrote this call's input (updatedInput)" in text
+    assert '"command": "touch deployed --dry-run"' in text
+    assert not (tmp_path / "project" / "deployed").exists()
+    assert same["isError"] is False and "ok --dry-run" in same["content"][0]["text"]
+
+
 async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

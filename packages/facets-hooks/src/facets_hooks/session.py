@@ -4,8 +4,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 
 ===================== ==================================================================
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
-                      or ``"ask"``, ``decision: "block"`` or ``continue: false`` block the call
-                      and the model reads the reason; ``"allow"``/``"approve"`` add nothing.
+                      or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
+                      ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
 ``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (not after an
                       error result, as Claude Code): exit 2's stderr, a ``decision: "block"``
                       reason and ``additionalContext`` are added to the result the model reads.
@@ -86,13 +86,7 @@ from pico3 import (
 from .contract import HookInfo, HooksListing, HooksSummary
 from .protocol import HookRun, claude_tool, hook_argv, run_command, tool_names
 from .settings import HookSpec, LoadedHooks, load_hooks
-from .verdicts import (
-    post_notes,
-    pre_verdict,
-    prompt_verdict,
-    start_context,
-    stop_continuation,
-)
+from .verdicts import post_notes, pre_verdict, prompt_verdict, start_context, stop_continuation
 
 __all__ = ["NAMESPACE", "Hooks", "session_facet"]
 
@@ -254,7 +248,8 @@ class Hooks:
             verdict = await api.memo(key, ctx)
             if verdict is MISSING:
                 await api.waiting(ctx)
-                verdict = await api.memo(key, pre_verdict(await self.run(hook, payload, ctx)), ctx)
+                verdict = pre_verdict(await self.run(hook, payload, ctx), tool_input)
+                verdict = await api.memo(key, verdict, ctx)
             if isinstance(verdict, dict) and verdict.get("block"):
                 return {"block": str(verdict["block"])}  # pyright: ignore[reportUnknownArgumentType]
         return None

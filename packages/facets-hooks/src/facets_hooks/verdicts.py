@@ -13,13 +13,14 @@ The JSON output's fields, as Claude Code names them: ``continue`` (``false`` sto
 call it blocks with ``stopReason``), ``stopReason``, ``suppressOutput`` (accepted; the worker
 shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decision``
 (``"block"``; ``"approve"`` adds nothing), ``reason``, and ``hookSpecificOutput`` with
-``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``) and ``permissionDecisionReason``
-(``PreToolUse``) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
+``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``), ``permissionDecisionReason`` and
+``updatedInput`` (``PreToolUse``: a changed input blocks the call, see :func:`pre_verdict`) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
 ``PostToolUse``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .protocol import HookRun
@@ -42,9 +43,15 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def pre_verdict(run: HookRun) -> dict[str, str]:
+def pre_verdict(run: HookRun, tool_input: object = None) -> dict[str, str]:
     """A ``PreToolUse`` hook's verdict: ``{"block": reason}`` (``""``: the call may go on to
-    the session's approval). Plain JSON: it is the memo."""
+    the session's approval). Plain JSON: it is the memo.
+
+    ``tool_input`` is the input the hook was shown (Claude Code's field names). A hook whose
+    ``hookSpecificOutput.updatedInput`` differs from it meant the call to run *changed* (a
+    command with ``--dry-run`` added, a path moved into a sandbox folder); this agent does not
+    rewrite calls, and running the original would silently undo the hook's intent, so the
+    call is blocked instead, telling the model what the hook wanted (it fails closed)."""
     if run.exit_code == 2:
         reason = _text(run.stderr) or "(the hook gave no reason on stderr)"
         return {"block": f"PreToolUse hook: {reason}"}
@@ -64,6 +71,14 @@ def pre_verdict(run: HookRun) -> dict[str, str]:
             "block": "A PreToolUse hook asks the user to confirm this call, which hooks cannot "
             "do here, so it was not run. Ask the user to confirm, or to run it themselves"
             + (f": {reason}" if reason else ".")
+        }
+    updated = specific.get("updatedInput")
+    if updated is not None and updated != tool_input:
+        return {
+            "block": "A PreToolUse hook rewrote this call's input (updatedInput), which this "
+            "agent does not apply, so the call was not run as written. Make the call again "
+            f"with the hook's input instead: {json.dumps(updated)}"
+            + (f" ({reason})" if reason else "")
         }
     return {"block": ""}
 
