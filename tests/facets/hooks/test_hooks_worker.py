@@ -376,6 +376,44 @@ async def test_session_start_stdout_is_context_before_the_first_prompt_and_sessi
     assert json.loads(ended.read_text())["hook_event_name"] == "SessionEnd"
 
 
+EXPLAIN_FAILURE = """import json, sys
+call = json.load(sys.stdin)
+assert call["hook_event_name"] == "PostToolUseFailure" and call["tool_name"] == "Read", call
+assert call["is_interrupt"] is False and "tool_response" not in call, call
+print(json.dumps({"hookSpecificOutput": {
+    "hookEventName": "PostToolUseFailure",
+    "additionalContext": "Files live under src/; failed: " + call["error"][:40],
+}}))
+"""
+
+
+async def test_a_post_tool_use_failure_hook_adds_context_to_a_failed_call_only(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "explain.py", EXPLAIN_FAILURE)
+    settings(
+        tmp_path,
+        {"PostToolUseFailure": [{"matcher": "Read", "hooks": [command(f"{PYTHON} {hook}")]}]},
+    )
+    write(tmp_path / "project" / "here.txt", "here\n")
+    steps = [
+        {"toolCalls": [{"name": "read", "arguments": {"path": "missing.txt"}}]},
+        {"toolCalls": [{"name": "read", "arguments": {"path": "here.txt"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    failed, read = results(client)
+    assert failed["isError"] is True
+    texts = [block["text"] for block in failed["content"]]
+    assert any(
+        text.strip().startswith("PostToolUseFailure hook additional context: Files live under")
+        for text in texts
+    ), texts
+    assert read["isError"] is False
+    assert not any("PostToolUseFailure" in block["text"] for block in read["content"])
+
+
 async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

@@ -6,9 +6,9 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
                       or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
                       ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
-``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (not after an
-                      error result, as Claude Code): exit 2's stderr, a ``decision: "block"``
-                      reason and ``additionalContext`` are added to the result the model reads.
+``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (an error result
+                      runs ``PostToolUseFailure``, with ``error``): exit 2's stderr, a ``decision:
+                      "block"`` reason, ``additionalContext`` are added to the result it reads.
 ``UserPromptSubmit``  ``before_request`` of ``pi.generation``, once per prompt of the user (not
                       for a subagent's task, nor for a ``Stop`` hook's continuation):
                       ``additionalContext`` or plain stdout is added after the prompt in every
@@ -258,24 +258,26 @@ class Hooks:
         self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
     ) -> ToolResult | None:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
-        names = tool_names(name, arguments)
-        hooks = [h for h in self.loaded.for_event("PostToolUse") if h.matches(names)]
-        if not hooks or result.is_error:  # as Claude Code: after a call that succeeded
+        names, failed = tool_names(name, arguments), result.is_error
+        event = "PostToolUseFailure" if failed else "PostToolUse"
+        hooks = [h for h in self.loaded.for_event(event) if h.matches(names)]
+        if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
         response: dict[str, Any] = {"content": result.plain_text, "success": True}
         if isinstance(tool_input, dict) and "file_path" in tool_input:
             response["filePath"] = tool_input["file_path"]
+        about = {"error": result.plain_text, "is_interrupt": False} if failed else {}
         payload = self.payload(
-            "PostToolUse",
+            event,
             tool_name=tool_name,
             tool_input=tool_input,
-            tool_response=response,
+            **(about or {"tool_response": response}),
             tool_use_id=str(call.get("id", "")),
         )
         notes: list[str] = []
         for hook in hooks:
-            notes.extend(post_notes(await self.run(hook, payload, ctx)))
+            notes.extend(post_notes(await self.run(hook, payload, ctx), event))
         if not notes:
             return None
         extra = [{"type": "text", "text": f"\n\n{note}"} for note in notes]

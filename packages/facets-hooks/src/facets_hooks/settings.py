@@ -22,7 +22,10 @@ The shape is Claude Code's::
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
 ``type`` is not ``"command"``, a missing ``command``, a bad ``timeout``), becomes one line of
-:attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads.
+:attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
+what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
+event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
+happens instead: :data:`ENTRY_FIELDS`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .contract import EVENTS
+from .contract import EVENTS, NOT_RUN_EVENTS
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -51,10 +54,25 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
 
-MATCHED_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PreCompact", "SessionStart"})
+MATCHED_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart"}
+)
 """The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
-``PostToolUse``), the trigger (``PreCompact``: ``manual``/``auto``) or the source
-(``SessionStart``: ``startup``/``resume``); the other events ignore it."""
+``PostToolUse``, ``PostToolUseFailure``), the trigger (``PreCompact``: ``manual``/``auto``) or
+the source (``SessionStart``: ``startup``/``resume``). Claude Code's ``Notification``,
+``SubagentStop`` and ``SessionEnd`` matchers (notification type, agent type, reason) are not
+honoured: such a hook runs for every one, and a problem says so."""
+
+ENTRY_FIELDS: dict[str, str] = {
+    "if": "the hook runs for every call its matcher takes (its own checks decide)",
+    "async": "it runs before the call goes on, as a synchronous hook, and its exit 2 blocks",
+    "asyncRewake": "it runs before the call goes on, as a synchronous hook",
+    "once": "it runs every time its event fires, not once a session",
+    "shell": "it runs with $SHELL when that is a POSIX shell, else /bin/sh",
+}
+"""Claude Code hook-entry fields this agent does not honour, each with what happens instead:
+each one set is one problem line (the hook still loads). ``statusMessage`` is accepted and not
+shown (the worker shows no hook progress)."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +198,9 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
     position = 0
     for event, groups in table.items():  # pyright: ignore[reportUnknownVariableType]
         where = f"{source}: hooks.{event}"
+        if event in NOT_RUN_EVENTS:
+            problems.append(f"{where}: not run by this agent ({NOT_RUN_EVENTS[event]}); skipped")
+            continue
         if event not in EVENTS:
             problems.append(f"{where}: unknown event (known: {', '.join(EVENTS)}); skipped")
             continue
@@ -196,7 +217,16 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
             except ValueError:
                 continue
             if event not in MATCHED_EVENTS:
-                pattern = None  # Claude Code ignores the matcher of the other events
+                if matcher not in ("", "*") and event in (
+                    "Notification",
+                    "SubagentStop",
+                    "SessionEnd",
+                ):
+                    problems.append(
+                        f"{at}: matcher {matcher!r} is not honoured for {event} here; its hooks "
+                        f"run for every {event}"
+                    )
+                pattern = None  # the other events have no matcher
             for h, hook in enumerate(group["hooks"]):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
                 here = f"{at}.hooks[{h}]"
                 if not isinstance(hook, dict):
@@ -214,6 +244,11 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     problems.append(f'{here}: "command" must be a non-empty string; skipped')
                     continue
                 timeout = _timeout(hook.get("timeout"), here, problems)  # pyright: ignore[reportUnknownMemberType]
+                problems += [
+                    f"{here}: {key!r} is not supported here: {instead}"
+                    for key, instead in ENTRY_FIELDS.items()
+                    if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
+                ]
                 hooks.append(
                     HookSpec(event, matcher, command, timeout, source, position, pattern)  # pyright: ignore[reportUnknownArgumentType]
                 )

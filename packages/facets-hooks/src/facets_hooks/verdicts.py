@@ -83,20 +83,21 @@ def pre_verdict(run: HookRun, tool_input: object = None) -> dict[str, str]:
     return {"block": ""}
 
 
-def post_notes(run: HookRun) -> list[str]:
-    """What a ``PostToolUse`` hook adds to the result the model reads."""
+def post_notes(run: HookRun, event: str = "PostToolUse") -> list[str]:
+    """What a ``PostToolUse`` (or ``PostToolUseFailure``: ``event``) hook adds to the result
+    the model reads."""
     if run.exit_code == 2:
         reason = _text(run.stderr)
-        return [f"PostToolUse hook feedback: {reason}"] if reason else []
+        return [f"{event} hook feedback: {reason}"] if reason else []
     output = run.output
     if output is None:
         return []
     notes: list[str] = []
     if output.get("decision") == "block":
-        notes.append(f"PostToolUse hook feedback: {_text(output.get('reason')) or 'blocked'}")
+        notes.append(f"{event} hook feedback: {_text(output.get('reason')) or 'blocked'}")
     context = _text(_specific(output).get("additionalContext"))
     if context:
-        notes.append(f"PostToolUse hook additional context: {context}")
+        notes.append(f"{event} hook additional context: {context}")
     return notes
 
 
