@@ -172,16 +172,16 @@ def test_claude_code_skill_fields_not_honoured_are_one_warning_naming_each(
     path = place.write(
         root / "triage/SKILL.md", skill("triage", extra=extra, body="State: !`git status`")
     )
-    place.write(root / "plain/SKILL.md", skill("plain", extra="argument-hint: [x]\n"))
+    quiet = "argument-hint: [x]\nallowed-tools: Read\nmodel: haiku\nuser-invocable: false\n"
+    place.write(root / "plain/SKILL.md", skill("plain", extra=quiet))
     found = discover_skills(place.project, place.env)
     assert [s.name for s in found.skills] == ["plain", "triage"]  # both still load
     assert list(found.warnings) == [
-        f"{path}: skill 'triage': not honoured here: allowed-tools (its calls ask as any other "
-        "(your permission rules and mode decide)); context (it runs in the conversation that "
+        f"{path}: skill 'triage': not honoured here: context (it runs in the conversation that "
         "loads it, not in a forked subagent); agent (it runs in the conversation that loads it, "
-        "not in a subagent); model (it runs with the conversation's model); hooks (its hooks do "
-        "NOT run; put them in the hooks of ~/.claude/settings.json); !`command` lines (they are "
-        "not run; the model reads them as written)"
+        "not in a subagent); hooks (its hooks do NOT run; put them in the hooks of "
+        "~/.claude/settings.json); !`command` lines (they are not run; the model reads them as "
+        "written)"
     ]
 
 

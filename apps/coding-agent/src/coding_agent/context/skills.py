@@ -36,9 +36,8 @@ system prompt (:func:`render_skills_section`); the model reads a skill's body wi
 tool when a task matches its description. ``/skill:NAME [args]`` in the TUI loads one
 explicitly (:func:`invoke_skill` builds the message). A skill with
 ``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
-Claude Code's other front-matter fields (:data:`NOT_HONOURED`: ``allowed-tools``, ``context:
-fork``, ``hooks``...) and ``!`command``` lines are one warning per skill, naming each with what
-happens instead.
+Claude Code's ``context: fork``, ``agent`` and ``hooks`` (:data:`NOT_HONOURED`) and
+``!`command``` lines are one warning per skill, naming each with what happens instead.
 
 **Validation** follows the Agent Skills rules, as pi does: ``name`` is 1–64 characters of
 lowercase letters, digits and hyphens (no leading, trailing or doubled hyphen) and should match
@@ -103,17 +102,17 @@ _INJECTION = re.compile(r"(?:^|\s)!`[^`\n]+`")
 """Claude Code's dynamic context in a skill: ``!`git status``` runs before the model reads it."""
 
 NOT_HONOURED: dict[str, str] = {
-    "allowed-tools": "its calls ask as any other (your permission rules and mode decide)",
     "context": "it runs in the conversation that loads it, not in a forked subagent",
     "agent": "it runs in the conversation that loads it, not in a subagent",
-    "model": "it runs with the conversation's model",
-    "effort": "it runs with the conversation's effort",
     "hooks": "its hooks do NOT run; put them in the hooks of ~/.claude/settings.json",
-    "user-invocable": "/skill:NAME still loads it",
     "shell": "a skill's !`command` lines are not run; the model reads them as written",
 }
-"""Claude Code's skill front-matter fields this agent does not honour, each with what happens
-instead; a skill setting any is one warning naming them (it still loads)."""
+"""Claude Code's skill front-matter fields this agent does not honour and whose absence changes
+what runs, each with what happens instead; a skill setting any is one warning naming them (it
+still loads). ``allowed-tools`` (its calls ask as any other), ``model``, ``effort``,
+``user-invocable`` and ``argument-hint`` are accepted without a warning: ignoring them only
+makes a call ask, or keeps the conversation's model, so a plugin's skills do not each warn at
+every start."""
 
 
 class Skill(msgspec.Struct, frozen=True):
