@@ -37,7 +37,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
-instead, reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
+instead (``outputStyle``: ``APPEND_SYSTEM.md``; ``statusLine``: the footer; ...), unless its value
+asks for what this agent does anyway (``includeCoAuthoredBy: false``, an empty
+``attribution``, ``respectGitignore: true``), reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
 notice in the TUI, ``/permissions`` and ``coding-agent config``. ``env`` is *not* honoured: in
 Claude Code those variables are set for Claude itself as well as its commands (its
 ``ANTHROPIC_*`` provider settings among them), and a project file that sets variables for every
@@ -111,7 +113,31 @@ _ADVICE = {
     "it; remove them from .mcp.json or decline them when asked",
     "extraKnownMarketplaces": "this agent does not install plugins; a plugin Claude Code "
     "installed from a marketplace loads here when enabledPlugins turns it on",
+    "statusLine": "this agent does not run a status line command; its footer shows the model, "
+    "the context used and the cost",
+    "outputStyle": "this agent does not read output styles; put the style's instructions in "
+    "APPEND_SYSTEM.md (in ~/.config/coding-agent/ or a trusted project's .coding-agent/) to add "
+    "them to the system prompt",
+    "language": "this agent does not read it; write the language to answer in in your AGENTS.md "
+    "(or ~/.claude/CLAUDE.md), which the model reads",
+    "includeCoAuthoredBy": "this agent adds no Co-Authored-By line to commits (the setting "
+    "asks for one): write it in your AGENTS.md if you want the model to add it",
+    "attribution": "this agent adds no attribution to commits or pull requests (the setting "
+    "asks for some): write it in your AGENTS.md if you want the model to add it",
+    "respectGitignore": "not honoured: grep, find, ls and @ mentions here always skip "
+    ".gitignored files (read such a file by its path)",
+    "cleanupPeriodDays": "this agent never deletes old sessions by itself; they stay under "
+    "$XDG_STATE_HOME/coding-agent/ until you remove them",
+    "alwaysThinkingEnabled": "this agent does not read it; choose the thinking level with "
+    "thinking in config.toml or /thinking",
 }
+
+_ALREADY_SO: dict[str, object] = {
+    "includeCoAuthoredBy": False,
+    "respectGitignore": True,
+}
+"""Keys whose value here is what this agent always does anyway: no note (no attribution is
+added, .gitignored files are skipped). ``attribution`` is so when every text in it is empty."""
 
 _SANDBOX = (
     "this agent does not read Claude Code's sandbox settings; bash is NOT sandboxed by it — use "
@@ -171,9 +197,16 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     notes.append(_restriction_note(path, sub, found))
                 elif sub not in _READ_PERMISSIONS:
                     notes.append(_note(path, name, _ADVICE.get(name)))
-        elif key not in HONOURED:
+        elif key not in HONOURED and not _already_so(key, value):
             notes.append(_note(path, key, _ADVICE.get(key)))
     return notes
+
+
+def _already_so(key: str, value: object) -> bool:
+    """Whether ``key`` = ``value`` asks for what this agent does anyway (:data:`_ALREADY_SO`)."""
+    if key == "attribution" and isinstance(value, dict):
+        return all(text == "" for text in cast(dict[str, Any], value).values())
+    return key in _ALREADY_SO and value is _ALREADY_SO[key]
 
 
 def default_mode(
