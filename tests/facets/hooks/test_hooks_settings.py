@@ -14,7 +14,13 @@ import pytest
 from facets_hooks.protocol import HookRun, claude_tool, run_command, tool_names
 from facets_hooks.settings import load_hooks, parse_settings, plugin_hooks
 from facets_hooks.tui import hooks_text
-from facets_hooks.verdicts import post_notes, pre_verdict, prompt_verdict, stop_continuation
+from facets_hooks.verdicts import (
+    post_notes,
+    pre_verdict,
+    prompt_verdict,
+    replaced_output,
+    stop_continuation,
+)
 
 
 def write(path: Path, data: Any) -> Path:
@@ -260,6 +266,12 @@ def test_other_events_verdicts() -> None:
     assert post_notes(HookRun(2, "", "lint failed\n")) == ["PostToolUse hook feedback: lint failed"]
     context = {"hookSpecificOutput": {"additionalContext": "ctx"}}
     assert post_notes(ok(context)) == ["PostToolUse hook additional context: ctx"]
+    assert replaced_output(ok(context)) is None
+    assert replaced_output(ok({"hookSpecificOutput": {"updatedToolOutput": "short"}})) == "short"
+    mcp = {"updatedMCPToolOutput": {"content": [{"type": "text", "text": "a"}]}}
+    assert replaced_output(ok({"hookSpecificOutput": mcp})) == "a"
+    other = {"updatedMCPToolOutput": {"rows": 2}}
+    assert replaced_output(ok({"hookSpecificOutput": other})) == '{"rows": 2}'
     assert post_notes(ok(context), "PostToolUseFailure") == [
         "PostToolUseFailure hook additional context: ctx"
     ]

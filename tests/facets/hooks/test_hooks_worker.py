@@ -414,6 +414,44 @@ async def test_a_post_tool_use_failure_hook_adds_context_to_a_failed_call_only(
     assert not any("PostToolUseFailure" in block["text"] for block in read["content"])
 
 
+REDACT = """import json, sys
+call = json.load(sys.stdin)
+text = call["tool_response"]["content"]
+if "sk-live-" in text:
+    print(json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PostToolUse",
+        "updatedMCPToolOutput": [{"type": "text", "text": text.replace("sk-live-42", "[REDACTED]")}],
+        "additionalContext": "A key was redacted from this output.",
+    }}))
+"""
+
+
+async def test_a_post_tool_use_hook_that_replaces_the_output_keeps_the_original_from_the_model(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``updatedMCPToolOutput`` (and ``updatedToolOutput``): the model reads the hook's text in
+    place of the tool's, so a hook that redacts a secret keeps it out of the conversation."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "redact.py", REDACT)
+    settings(
+        tmp_path, {"PostToolUse": [{"matcher": "Bash", "hooks": [command(f"{PYTHON} {hook}")]}]}
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo key=sk-live-42"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo plain"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    redacted, plain = results(client)
+    text = "".join(block["text"] for block in redacted["content"])
+    assert "sk-live-42" not in text
+    assert text.startswith("key=[REDACTED]")
+    assert text.endswith(
+        "PostToolUse hook additional context: A key was redacted from this output."
+    )
+    assert "plain" in plain["content"][0]["text"]
+
+
 async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

@@ -84,9 +84,24 @@ from pico3 import (
 )
 
 from .contract import HookInfo, HooksListing, HooksSummary
-from .protocol import HookRun, claude_tool, hook_argv, run_command, tool_names
+from .protocol import (
+    WAITING_MESSAGES,
+    HookRun,
+    claude_tool,
+    hook_argv,
+    run_command,
+    tool_names,
+    waiting_calls,
+)
 from .settings import HookSpec, LoadedHooks, load_hooks
-from .verdicts import post_notes, pre_verdict, prompt_verdict, start_context, stop_continuation
+from .verdicts import (
+    post_notes,
+    pre_verdict,
+    prompt_verdict,
+    replaced_output,
+    start_context,
+    stop_continuation,
+)
 
 __all__ = ["NAMESPACE", "Hooks", "session_facet"]
 
@@ -276,13 +291,18 @@ class Hooks:
             tool_use_id=str(call.get("id", "")),
         )
         notes: list[str] = []
+        content = list(result.content or [])
         for hook in hooks:
-            notes.extend(post_notes(await self.run(hook, payload, ctx), event))
-        if not notes:
+            run = await self.run(hook, payload, ctx)
+            notes.extend(post_notes(run, event))
+            replaced = replaced_output(run) if not failed else None
+            if replaced is not None:  # the last hook that replaces it wins
+                content = [{"type": "text", "text": replaced}]
+        if not notes and content == list(result.content or []):
             return None
         extra = [{"type": "text", "text": f"\n\n{note}"} for note in notes]
         return ToolResult(
-            content=[*(result.content or []), *extra],
+            content=[*content, *extra],
             is_error=result.is_error,
             details=result.details,
             diagnostics=result.diagnostics,
@@ -526,25 +546,6 @@ class _ListingService:
 
     async def summary(self, ctx: Context) -> HooksSummary:
         return self._hooks.summary()
-
-
-WAITING_MESSAGES = {
-    "approval": "Claude needs your permission to use {tool}",
-    "question": "Claude is waiting for your input",
-}
-"""The ``Notification`` message for a tool call waiting on a feature (its ``waitingOn``)."""
-
-
-def waiting_calls(view: object) -> list[tuple[str, str, str]]:
-    """``(call id, waiting on, tool)`` of a conversation view's tool calls that wait for the
-    user (on the approval dialog or a question)."""
-    turn = view.get("turn") if isinstance(view, dict) else None
-    tools = turn.get("tools") if isinstance(turn, dict) else None
-    found: list[tuple[str, str, str]] = []
-    for slot in tools if isinstance(tools, list) else []:  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
-            found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    return found
 
 
 @define_facet("@pi/hooks")

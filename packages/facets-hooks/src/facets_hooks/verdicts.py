@@ -14,7 +14,8 @@ call it blocks with ``stopReason``), ``stopReason``, ``suppressOutput`` (accepte
 shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decision``
 (``"block"``; ``"approve"`` adds nothing), ``reason``, and ``hookSpecificOutput`` with
 ``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``), ``permissionDecisionReason`` and
-``updatedInput`` (``PreToolUse``: a changed input blocks the call, see :func:`pre_verdict`) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
+``updatedInput`` (``PreToolUse``: a changed input blocks the call, see :func:`pre_verdict`),
+``updatedToolOutput``/``updatedMCPToolOutput`` (``PostToolUse``: :func:`replaced_output`) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
 ``PostToolUse``).
 """
 
@@ -29,6 +30,7 @@ __all__ = [
     "post_notes",
     "pre_verdict",
     "prompt_verdict",
+    "replaced_output",
     "start_context",
     "stop_continuation",
 ]
@@ -99,6 +101,30 @@ def post_notes(run: HookRun, event: str = "PostToolUse") -> list[str]:
     if context:
         notes.append(f"{event} hook additional context: {context}")
     return notes
+
+
+def replaced_output(run: HookRun) -> str | None:
+    """The text a ``PostToolUse`` hook puts in place of the tool's result (``None``: it keeps
+    it): ``hookSpecificOutput.updatedToolOutput``, else ``updatedMCPToolOutput`` (Claude Code
+    applies that one to MCP tools only; here to any tool, since a hook that sets it means the
+    model must not read the original, a secret it redacts say). A string is the text; MCP
+    content (``[{"type": "text", "text": ...}]``) its texts; anything else its JSON."""
+    output = run.output
+    if output is None:
+        return None
+    specific = _specific(output)
+    value = specific.get("updatedToolOutput", specific.get("updatedMCPToolOutput"))
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    blocks = value.get("content") if isinstance(value, dict) else value
+    if isinstance(blocks, list) and all(
+        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        for b in blocks
+    ):
+        return "\n".join(b["text"] for b in blocks)
+    return json.dumps(value)
 
 
 def prompt_verdict(run: HookRun) -> dict[str, str]:
