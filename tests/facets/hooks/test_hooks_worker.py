@@ -556,6 +556,29 @@ async def test_a_stop_hook_makes_the_model_go_on_once_with_its_reason(
     assert json.loads(logged)["prompt"] == "go"
 
 
+UNTIL_TESTED = """import json, sys
+event = json.load(sys.stdin)
+if "tests pass" not in event["last_assistant_message"]:
+    print(json.dumps({"decision": "block", "reason": "say whether the tests pass"}))
+"""
+
+
+async def test_a_stop_hook_reads_the_last_assistant_message(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """Claude Code's ``last_assistant_message``: a Stop hook that checks the answer (not the
+    ``stop_hook_active`` flag) lets the turn end once the answer says what it wants."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "until.py", UNTIL_TESTED)
+    settings(tmp_path, {"Stop": [{"hooks": [command(f"{PYTHON} {hook}")]}]})
+    steps = [{"text": "all done"}, {"text": "the tests pass"}]
+    client = await run_turn(tmp_path, env, steps)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["all done", "the tests pass"]
+    users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
+    assert users[-1] == "say whether the tests pass"
+
+
 async def test_a_notification_hook_runs_while_a_call_waits_for_approval(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

@@ -41,6 +41,7 @@ __all__ = [
     "CLAUDE_NAMES",
     "WAITING_MESSAGES",
     "HookRun",
+    "assistant_text",
     "claude_tool",
     "hook_argv",
     "run_command",
@@ -249,3 +250,18 @@ def waiting_calls(view: object) -> list[tuple[str, str, str]]:
         if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
             found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
     return found
+
+
+def assistant_text(answer: object) -> str:
+    """The text of an assistant message as JSON (its ``text`` blocks, joined): a ``Stop``
+    hook's ``last_assistant_message``."""
+    blocks: Any = answer.get("content") if isinstance(answer, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(blocks, str):
+        return blocks
+    items: list[Any] = blocks if isinstance(blocks, list) else []  # pyright: ignore[reportUnknownVariableType]
+    texts = [
+        str(block.get("text", ""))
+        for block in items
+        if isinstance(block, dict) and block.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
+    ]
+    return "\n".join(texts)

@@ -87,6 +87,7 @@ from .contract import HookInfo, HooksListing, HooksSummary
 from .protocol import (
     WAITING_MESSAGES,
     HookRun,
+    assistant_text,
     claude_tool,
     hook_argv,
     run_command,
@@ -402,7 +403,8 @@ class Hooks:
         if not hooks:
             return None
         active = api.conversation_id in self._continued
-        payload = self.payload(event, stop_hook_active=active)
+        last = assistant_text(answer)
+        payload = self.payload(event, stop_hook_active=active, last_assistant_message=last)
         for hook in hooks:
             reason = stop_continuation(await self.run(hook, payload, ctx))
             if reason:
