@@ -136,6 +136,7 @@ def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> 
                 }
             ],
             "PostToolUseFailure": [group("Bash", "explain.sh")],
+            "SessionStart": [group("compact", "reinject.sh"), group("startup|clear", "s.sh")],
         }
     }
     hooks, problems = parse_settings(data, "s.json")
@@ -143,6 +144,8 @@ def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> 
         ("Notification", "ding.sh"),
         ("PreToolUse", "guard.sh"),
         ("PostToolUseFailure", "explain.sh"),
+        ("SessionStart", "reinject.sh"),
+        ("SessionStart", "s.sh"),
     ]
     assert hooks[2].matches(tool_names("bash", {})) and not hooks[2].matches(("Read",))
     assert problems == [
@@ -158,6 +161,9 @@ def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> 
         "every call its matcher takes (its own checks decide)",
         "s.json: hooks.PreToolUse[0].hooks[0]: 'async' is not supported here: it runs before the "
         "call goes on, as a synchronous hook, and its exit 2 blocks",
+        "s.json: hooks.SessionStart[0]: matcher 'compact' takes none of startup, resume, the "
+        "only SessionStart sources here (no SessionStart after /new or a compaction); its hooks "
+        "never run",
     ]
 
 

@@ -63,6 +63,14 @@ the source (``SessionStart``: ``startup``/``resume``). Claude Code's ``Notificat
 ``SubagentStop`` and ``SessionEnd`` matchers (notification type, agent type, reason) are not
 honoured: such a hook runs for every one, and a problem says so."""
 
+OCCURRENCES: dict[str, tuple[str, ...]] = {
+    "SessionStart": ("startup", "resume"),
+    "PreCompact": ("manual", "auto"),
+}
+"""What a ``SessionStart`` (source) or ``PreCompact`` (trigger) matcher can meet here. Claude
+Code's ``clear`` and ``compact`` sources do not happen (no ``SessionStart`` after ``/new`` or a
+compaction): a matcher taking none of these is a problem, since its hooks would never run."""
+
 ENTRY_FIELDS: dict[str, str] = {
     "if": "the hook runs for every call its matcher takes (its own checks decide)",
     "async": "it runs before the call goes on, as a synchronous hook, and its exit 2 blocks",
@@ -216,6 +224,13 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 matcher, pattern = _matcher(group.get("matcher"), at, problems)  # pyright: ignore[reportUnknownMemberType]
             except ValueError:
                 continue
+            seen = OCCURRENCES.get(event, ())
+            if pattern is not None and seen and not any(pattern.fullmatch(v) for v in seen):
+                problems.append(
+                    f"{at}: matcher {matcher!r} takes none of {', '.join(seen)}, the only "
+                    f"{event} {'sources' if event == 'SessionStart' else 'triggers'} here "
+                    "(no SessionStart after /new or a compaction); its hooks never run"
+                )
             if event not in MATCHED_EVENTS:
                 if matcher not in ("", "*") and event in (
                     "Notification",
