@@ -10,8 +10,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   TUI, ``-p`` and ``coding-agent acp`` start there through
   :func:`~coding_agent.settings.permissions.starting_mode`), when neither
   ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
-  Claude Code's ``default``, ``acceptEdits`` and ``plan`` are this agent's ``ask``,
-  ``accept-edits`` and ``plan``; they count from your own file. A project's file may only make
+  Claude Code's ``default`` (or ``manual``), ``acceptEdits`` and ``plan`` are this agent's
+  ``ask``, ``accept-edits`` and ``plan`` (``dontAsk`` is the ``denyInsteadOfPrompting`` switch
+  below; Claude Code's classifier ``auto`` is a note, never this agent's ``auto``); they count from your own file. A project's file may only make
   the mode *stricter*: its ``default`` or ``plan`` applies when stricter than the mode chosen
   otherwise (it does not override ``--permission-mode``); a looser one is a note.
   ``bypassPermissions`` is never taken from a settings file (a note says to pass
@@ -65,10 +66,16 @@ __all__ = [
     "unread_keys",
 ]
 
-CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
-"""Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names."""
+CLAUDE_MODES = {"default": "ask", "manual": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
+"""Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names
+(``manual`` is Claude Code's newer alias of ``default``). ``dontAsk`` is taken as the
+``denyInsteadOfPrompting`` restriction (:func:`restrictions`), not as a mode."""
 
-PROJECT_MODES = ("default", "plan")
+DONT_ASK = "dontAsk"
+"""Claude Code's mode that refuses whatever would ask: this agent's ``denyInsteadOfPrompting``
+switch, turned on from any settings file that names it (it only restricts)."""
+
+PROJECT_MODES = ("default", "manual", "plan")
 """The values a project's file may set (they only make the mode stricter)."""
 
 STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
@@ -154,9 +161,16 @@ def _note(path: Path, key: str, advice: str | None = None) -> str:
 def mode_note(path: Path, value: object, project: bool) -> str | None:
     """The note for ``permissions.defaultMode`` = ``value`` in ``path`` (a project's file when
     ``project``); ``None`` when it is honoured."""
-    if value in (PROJECT_MODES if project else CLAUDE_MODES):
+    if value in (PROJECT_MODES if project else CLAUDE_MODES) or value == DONT_ASK:
         return None
     key = "permissions.defaultMode"
+    if value == "auto":
+        return _note(
+            path, key, "Claude Code's auto mode (a classifier reviews calls) has no counterpart "
+            "here; this agent's own auto mode runs every call unasked, so it is not taken and "
+            "calls ask — for fewer questions with confinement use --permission-mode sandbox or "
+            "accept-edits",
+        )  # fmt: skip
     if project and value in CLAUDE_MODES:
         return _note(
             path, key, f"{value!r} is not taken from a project's settings (a project may only "
@@ -170,8 +184,8 @@ def mode_note(path: Path, value: object, project: bool) -> str | None:
             "config.toml",
         )  # fmt: skip
     return _note(
-        path, key, f"{value!r} is not a mode this agent takes (default, acceptEdits, plan); "
-        "use --permission-mode or permission_mode in config.toml",
+        path, key, f"{value!r} is not a mode this agent takes (default or manual, acceptEdits, "
+        "plan, dontAsk); use --permission-mode or permission_mode in config.toml",
     )  # fmt: skip
 
 
@@ -262,6 +276,9 @@ def restrictions(files: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
         for key in RESTRICTIONS:
             if key not in found and _switch(key, cast(dict[str, Any], table).get(key)):
                 found[key] = str(path)
+        deny = "denyInsteadOfPrompting"
+        if deny not in found and cast(dict[str, Any], table).get("defaultMode") == DONT_ASK:
+            found[deny] = f"{path} (permissions.defaultMode: dontAsk)"
     return found
 
 
