@@ -104,7 +104,7 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
         "s.json: hooks.PreToolUse[3].hooks[0]: timeout must be a positive number of seconds, "
         'got "ten"; it runs with the default 60 s',
         's.json: hooks.PostToolUse[0].hooks[0]: type "prompt" is not supported (only '
-        '"command"); skipped',
+        '"command" and "http"); skipped',
         's.json: hooks.Stop[0].hooks[0]: "command" must be a non-empty string; skipped',
         "s.json: hooks.BeforeAnything: unknown event (known: PreToolUse, PostToolUse, "
         "UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, "

@@ -308,6 +308,84 @@ async def test_a_pre_tool_use_hook_that_rewrites_the_input_blocks_the_original_c
     assert same["isError"] is False and "ok --dry-run" in same["content"][0]["text"]
 
 
+class PolicyServer:
+    """A real HTTP server on loopback answering PreToolUse events as a policy service does:
+    it denies any Bash command with ``rm -rf``, and records each event and its headers."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[tuple[dict[str, Any], str | None]] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append((event, self.headers.get("Authorization")))
+                verdict = {}
+                if "rm -rf" in event["tool_input"].get("command", ""):
+                    verdict = {"hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": "policy: no rm -rf",
+                    }}  # fmt: skip
+                body = json.dumps(verdict).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/pre"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_an_http_pre_tool_use_hook_that_denies_blocks_the_call(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``"type": "http"``: the event is POSTed, the answer's JSON decides; a header's ``$VAR``
+    is filled only for the names ``allowedEnvVars`` lists."""
+    env = {**agent_env, **home_env(tmp_path), "POLICY_USER": "alice", "OTHER": "secret"}
+    server = PolicyServer()
+    try:
+        hook = {
+            "type": "http",
+            "url": server.url,
+            "headers": {"Authorization": "User $POLICY_USER ${OTHER}"},
+            "allowedEnvVars": ["POLICY_USER"],
+        }
+        settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+        write(tmp_path / "project" / "keep" / "file.txt", "kept\n")
+        steps = [
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf keep"}}]},
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "echo fine"}}]},
+            {"text": "done"},
+        ]
+        client = await run_turn(tmp_path, env, steps)
+    finally:
+        server.close()
+    denied, ran = results(client)
+    assert denied["isError"] is True
+    assert denied["content"][0]["text"] == (
+        "Tool call blocked: PreToolUse hook denied it: policy: no rm -rf"
+    )
+    assert (tmp_path / "project" / "keep" / "file.txt").exists()
+    assert ran["isError"] is False
+    assert [(event["tool_input"]["command"], auth) for event, auth in server.seen] == [
+        ("rm -rf keep", "User alice "),
+        ("echo fine", "User alice "),
+    ]
+
+
 async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:

@@ -185,7 +185,7 @@ class Hooks:
             {
                 "event": h.event,
                 "matcher": h.matcher,
-                "command": h.command,
+                "command": h.label,
                 "timeout": h.timeout,
                 "source": h.source,
             }
@@ -225,7 +225,7 @@ class Hooks:
                 seconds=hook.timeout,
                 sandbox=sandbox,
             )
-        where = f"{hook.event} hook `{hook.command}` ({hook.source})"
+        where = f"{hook.event} hook `{hook.label}` ({hook.source})"
         if run.timed_out:
             _log.warning("%s timed out after %g s; it was stopped", where, hook.timeout)
         elif run.exit_code not in (0, 2):

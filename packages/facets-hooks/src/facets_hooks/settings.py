@@ -21,7 +21,7 @@ The shape is Claude Code's::
 
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
-``type`` is not ``"command"``, a missing ``command``, a bad ``timeout``), becomes one line of
+``type`` is neither ``"command"`` nor ``"http"`` (:mod:`.http_hooks`), a missing ``command``, a bad ``timeout``), becomes one line of
 :attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
 what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
 event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import EVENTS, NOT_RUN_EVENTS
+from .http_hooks import http_command
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -95,9 +96,17 @@ class HookSpec:
     position: int
     """Its place among the file's hooks (two identical entries stay two hooks)."""
     pattern: re.Pattern[str] | None = field(default=None, compare=False)
+    shown: str = ""
+    """How ``/hooks`` and the log name it when that is not :attr:`command` (an HTTP hook:
+    ``POST <url>``, its command being the program that posts)."""
     env: tuple[tuple[str, str], ...] = ()
     """Variables its command gets on top of the session's: a plugin's hook gets
     ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
+
+    @property
+    def label(self) -> str:
+        """What the user wrote: the command, or ``POST <url>`` for an HTTP hook."""
+        return self.shown or self.command
 
     def environ(self, base: dict[str, str]) -> dict[str, str]:
         """The environment its command runs with: ``base`` (the session's), plus :attr:`env`."""
@@ -248,13 +257,20 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     problems.append(f"{here}: expected an object; skipped")
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
-                if kind != "command":
+                if kind not in ("command", "http"):
                     problems.append(
-                        f'{here}: type {json.dumps(kind)} is not supported (only "command"); '
-                        "skipped"
+                        f'{here}: type {json.dumps(kind)} is not supported (only "command" and '
+                        '"http"); skipped'
                     )
                     continue
-                command = hook.get("command")  # pyright: ignore[reportUnknownMemberType]
+                shown = ""
+                if kind == "http":
+                    posted = _http(hook, here, problems)  # pyright: ignore[reportUnknownArgumentType]
+                    if posted is None:
+                        continue
+                    command, shown = posted
+                else:
+                    command = hook.get("command")  # pyright: ignore[reportUnknownMemberType]
                 if not isinstance(command, str) or not command.strip():
                     problems.append(f'{here}: "command" must be a non-empty string; skipped')
                     continue
@@ -265,10 +281,30 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
                 ]
                 hooks.append(
-                    HookSpec(event, matcher, command, timeout, source, position, pattern)  # pyright: ignore[reportUnknownArgumentType]
+                    HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
                 )
                 position += 1
     return hooks, problems
+
+
+def _http(hook: dict[str, Any], here: str, problems: list[str]) -> tuple[str, str] | None:
+    """An HTTP hook's ``(command, shown)`` (:mod:`.http_hooks`), or ``None`` with a problem."""
+    url = hook.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        problems.append(f'{here}: an http hook needs "url" (http:// or https://); skipped')
+        return None
+    headers: Any = hook.get("headers", {})
+    allowed: Any = hook.get("allowedEnvVars", [])
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in headers.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        problems.append(f'{here}: "headers" must be an object of strings; skipped')
+        return None
+    if not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed):  # pyright: ignore[reportUnknownVariableType]
+        problems.append(f'{here}: "allowedEnvVars" must be a list of names; skipped')
+        return None
+    return http_command(url, headers, allowed), f"POST {url}"  # pyright: ignore[reportUnknownArgumentType]
 
 
 def load_hooks(
