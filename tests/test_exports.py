@@ -491,6 +491,7 @@ PUBLIC: dict[str, frozenset[str]] = {
     "facets_hooks.contract": frozenset(
         {
             "EVENTS",
+            "NOT_RUN_EVENTS",
             "HookInfo",
             "HooksListing",
             "HooksListingApi",

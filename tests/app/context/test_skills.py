@@ -143,6 +143,48 @@ def test_invoking_a_skill_sends_its_body_and_the_arguments(place: SimpleNamespac
     assert invoke_skill(found).endswith("</skill>")
 
 
+def test_a_skills_arguments_and_folder_are_substituted_as_claude_code_does(
+    place: SimpleNamespace,
+) -> None:
+    root = place.config / "coding-agent/skills"
+    body = (
+        "Fix issue $ARGUMENTS[0] ($0) with priority $1; all: $ARGUMENTS; missing: $2.\n"
+        "Run ${CLAUDE_SKILL_DIR}/scripts/check.sh."
+    )
+    place.write(root / "fix/SKILL.md", skill("fix", body=body))
+    (found,) = discover_skills(place.project, place.env).skills
+    text = invoke_skill(found, ' 42 "very high" ')
+    assert (
+        'Fix issue 42 (42) with priority very high; all: 42 "very high"; missing: $2.\n'
+        f"Run {root / 'fix'}/scripts/check.sh.\n</skill>"
+    ) in text
+    assert text.endswith("</skill>")  # the body used them: they are not repeated after it
+
+
+def test_claude_code_skill_fields_not_honoured_are_one_warning_naming_each(
+    place: SimpleNamespace,
+) -> None:
+    root = place.config / "coding-agent/skills"
+    extra = (
+        "allowed-tools: Read Grep\ncontext: fork\nagent: Explore\nmodel: haiku\n"
+        "hooks:\n  PreToolUse: []\nargument-hint: [issue]\n"
+    )
+    path = place.write(
+        root / "triage/SKILL.md", skill("triage", extra=extra, body="State: !`git status`")
+    )
+    quiet = "argument-hint: [x]\nallowed-tools: Read\nmodel: haiku\nuser-invocable: false\n"
+    place.write(root / "plain/SKILL.md", skill("plain", extra=quiet))
+    found = discover_skills(place.project, place.env)
+    assert [s.name for s in found.skills] == ["plain", "triage"]  # both still load
+    assert list(found.warnings) == [
+        f"{path}: skill 'triage': not honoured here: context (it runs in the conversation that "
+        "loads it, not in a forked subagent); agent (it runs in the conversation that loads it, "
+        "not in a subagent); hooks (its hooks do NOT run; put them in the hooks of "
+        "~/.claude/settings.json); !`command` lines (they are not run; the model reads them as "
+        "written)"
+    ]
+
+
 def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace) -> None:
     place.write(place.project / ".claude/skills/planted/SKILL.md", skill("planted"))
     place.write(place.project / ".coding-agent/skills/own/SKILL.md", skill("own"))

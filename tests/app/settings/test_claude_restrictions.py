@@ -256,3 +256,44 @@ async def test_a_write_outside_the_project_is_refused_even_in_auto(
     assert result.returncode == 0, result.stderr.decode()
     assert not outside.exists()
     assert (project / "inside.txt").read_text() == "y"
+
+
+@pytest.mark.anyio
+async def test_claude_codes_dont_ask_mode_refuses_what_would_ask(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """``"defaultMode": "dontAsk"`` (Claude Code: anything that would prompt is denied) is the
+    denyInsteadOfPrompting switch here, from any file, with no note; ``--approve allow`` would
+    have answered a dialog."""
+    settings = write(
+        project / ".claude" / "settings.json", {"permissions": {"defaultMode": "dontAsk"}}
+    )
+    steps = [
+        {"toolCalls": [{"name": "write", "arguments": {"path": "note.txt", "content": "hi\n"}}]},
+        {"text": "carried on"},
+    ]
+    result = await _run(project, agent_env, steps, "-p", "go", "--approve", "allow", "--json")
+    assert not (project / "note.txt").exists()
+    assert result.returncode == 0, result.stderr.decode()
+    assert "write was not run: it needs approval, and permissions.denyInsteadOfPrompting in " \
+        f"{settings} (permissions.defaultMode: dontAsk) refuses such calls" in result.stdout.decode()  # fmt: skip
+
+
+def test_manual_is_default_and_claude_codes_auto_mode_is_not_this_agents(
+    env: dict[str, str], project: Path
+) -> None:
+    from coding_agent.settings.claude_settings import default_mode
+
+    user = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    assert default_mode((user, "manual"), [], None) == ("ask", str(user))
+    assert default_mode((user, "auto"), [], None) is None  # never this agent's auto
+    write(user, {"permissions": {"defaultMode": "auto"}})
+    (note,) = PermissionFiles(project, env).load()["problems"]
+    assert note == (
+        f"{user}: `permissions.defaultMode`: Claude Code's auto mode (a classifier reviews calls) "
+        "has no counterpart here; this agent's own auto mode runs every call unasked, so it is "
+        "not taken and calls ask — for fewer questions with confinement use --permission-mode "
+        "sandbox or accept-edits"
+    )
+    write(user, {"permissions": {"defaultMode": "manual"}})
+    assert PermissionFiles(project, env).load()["problems"] == []

@@ -91,6 +91,41 @@ def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     assert keys_noted(PermissionFiles(project, env).load()["problems"], user) == ["`sandbox`"]
 
 
+def test_a_late_2026_setups_keys_get_precise_notes_or_none_when_already_so(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {
+            "outputStyle": "Explanatory",
+            "statusLine": {"type": "command", "command": "~/.claude/statusline.sh"},
+            "includeCoAuthoredBy": False,  # this agent adds none anyway
+            "attribution": {"commit": "", "pr": ""},  # likewise
+            "respectGitignore": True,  # what grep, find, ls and @ do here
+            "cleanupPeriodDays": 30,
+            "spinnerTipsEnabled": False,
+            "language": "french",
+        },
+    )
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert keys_noted(problems, user) == [
+        "`outputStyle`",
+        "`statusLine`",
+        "`cleanupPeriodDays`",
+        "`spinnerTipsEnabled`",
+        "`language`",
+    ]
+    text = "\n".join(problems)
+    assert "put the style's instructions in APPEND_SYSTEM.md" in text
+    assert "its footer shows the model, the context used and the cost" in text
+    assert "never deletes old sessions by itself" in text
+    assert "`spinnerTipsEnabled`: a Claude Code setting this agent does not read" in text
+    write(user, {"respectGitignore": False, "attribution": {"commit": "Made with AI"}})
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert keys_noted(problems, user) == ["`respectGitignore`", "`attribution`"]
+    assert "always skip .gitignored files" in "\n".join(problems)
+
+
 def test_enabled_plugins_is_honoured_and_extra_marketplaces_is_a_note(
     env: dict[str, str], project: Path
 ) -> None:

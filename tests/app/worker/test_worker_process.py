@@ -286,3 +286,32 @@ async def test_a_folder_read_early_in_a_long_tool_step_brings_its_agents_md(
         first, *_, last = client.entries("pi.system")
         assert "In pkg, name things plainly." not in first["model"][0]["content"]
         assert "In pkg, name things plainly." in last["model"][0]["content"]
+
+
+async def test_a_path_scoped_claude_rule_joins_once_the_model_reads_a_matching_file(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    rules = session.cwd / ".claude" / "rules"
+    rules.mkdir(parents=True)
+    (rules / "always.md").write_text("Answer tersely.\n")
+    (rules / "api.md").write_text('---\npaths:\n  - "api/**/*.py"\n---\nAPI: validate input.\n')
+    (session.cwd / "api" / "v1").mkdir(parents=True)
+    (session.cwd / "api" / "v1" / "users.py").write_text("x = 1\n")
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            {"toolCalls": [{"name": "read", "arguments": {"path": "api/v1/users.py"}}]},
+            {"text": "Read."},
+        ],
+    )
+    async with (
+        worker_process(session, agent_env, "--faux-script", str(script)) as worker,
+        connected(Client(), worker.socket) as client,
+    ):
+        await client.root.send({"content": "read it"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        first, *_, last = client.entries("pi.system")
+        assert "Answer tersely." in first["model"][0]["content"]
+        assert "API: validate input." not in first["model"][0]["content"]
+        assert "API: validate input." in last["model"][0]["content"]
+        assert "paths:" not in last["model"][0]["content"]

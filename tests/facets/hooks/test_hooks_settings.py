@@ -14,7 +14,13 @@ import pytest
 from facets_hooks.protocol import HookRun, claude_tool, run_command, tool_names
 from facets_hooks.settings import load_hooks, parse_settings, plugin_hooks
 from facets_hooks.tui import hooks_text
-from facets_hooks.verdicts import post_notes, pre_verdict, prompt_verdict, stop_continuation
+from facets_hooks.verdicts import (
+    post_notes,
+    pre_verdict,
+    prompt_verdict,
+    replaced_output,
+    stop_continuation,
+)
 
 
 def write(path: Path, data: Any) -> Path:
@@ -98,11 +104,66 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
         "s.json: hooks.PreToolUse[3].hooks[0]: timeout must be a positive number of seconds, "
         'got "ten"; it runs with the default 60 s',
         's.json: hooks.PostToolUse[0].hooks[0]: type "prompt" is not supported (only '
-        '"command"); skipped',
+        '"command" and "http"); skipped',
         's.json: hooks.Stop[0].hooks[0]: "command" must be a non-empty string; skipped',
         "s.json: hooks.BeforeAnything: unknown event (known: PreToolUse, PostToolUse, "
         "UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, "
-        "Notification); skipped",
+        "Notification, PostToolUseFailure); skipped",
+    ]
+
+
+def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> None:
+    """Claude Code's 2026 events this agent does not run, matchers it does not honour and
+    entry fields it ignores are each one precise problem line, never silence."""
+    data = {
+        "hooks": {
+            "PermissionRequest": [group("Bash", "deny.sh")],
+            "SubagentStart": [group(None, "start.sh")],
+            "Notification": [group("idle_prompt", "ding.sh")],
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": "guard.sh",
+                            "if": "Bash(rm *)",
+                            "async": True,
+                            "once": False,
+                            "statusMessage": "Checking…",
+                        }
+                    ],
+                }
+            ],
+            "PostToolUseFailure": [group("Bash", "explain.sh")],
+            "SessionStart": [group("compact", "reinject.sh"), group("startup|clear", "s.sh")],
+        }
+    }
+    hooks, problems = parse_settings(data, "s.json")
+    assert [(h.event, h.command) for h in hooks] == [
+        ("Notification", "ding.sh"),
+        ("PreToolUse", "guard.sh"),
+        ("PostToolUseFailure", "explain.sh"),
+        ("SessionStart", "reinject.sh"),
+        ("SessionStart", "s.sh"),
+    ]
+    assert hooks[2].matches(tool_names("bash", {})) and not hooks[2].matches(("Read",))
+    assert problems == [
+        "s.json: hooks.PermissionRequest: not run by this agent (the approval dialog and your "
+        "permission rules decide here, and a hook could not answer the dialog for you; to block "
+        'calls, give the same command to PreToolUse (exit 2 or "permissionDecision": "deny" '
+        "block there)); skipped",
+        "s.json: hooks.SubagentStart: not run by this agent (a subagent starts without hooks "
+        "here (SubagentStop runs when it ends)); skipped",
+        "s.json: hooks.Notification[0]: matcher 'idle_prompt' is not honoured for Notification "
+        "here; its hooks run for every Notification",
+        "s.json: hooks.PreToolUse[0].hooks[0]: 'if' is not supported here: the hook runs for "
+        "every call its matcher takes (its own checks decide)",
+        "s.json: hooks.PreToolUse[0].hooks[0]: 'async' is not supported here: it runs before the "
+        "call goes on, as a synchronous hook, and its exit 2 blocks",
+        "s.json: hooks.SessionStart[0]: matcher 'compact' takes none of startup, resume, the "
+        "only SessionStart sources here (no SessionStart after /new or a compaction); its hooks "
+        "never run",
     ]
 
 
@@ -200,12 +261,26 @@ def test_pre_tool_use_verdicts_only_ever_restrict() -> None:
     assert pre_verdict(HookRun(2, "", "")) == {
         "block": "PreToolUse hook: (the hook gave no reason on stderr)"
     }
+    same = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"a": 1}}}
+    assert pre_verdict(ok(same), {"a": 1}) == {"block": ""}
+    assert pre_verdict(ok(same), {"a": 2})["block"].startswith(
+        "A PreToolUse hook rewrote this call's input (updatedInput)"
+    )
 
 
 def test_other_events_verdicts() -> None:
     assert post_notes(HookRun(2, "", "lint failed\n")) == ["PostToolUse hook feedback: lint failed"]
     context = {"hookSpecificOutput": {"additionalContext": "ctx"}}
     assert post_notes(ok(context)) == ["PostToolUse hook additional context: ctx"]
+    assert replaced_output(ok(context)) is None
+    assert replaced_output(ok({"hookSpecificOutput": {"updatedToolOutput": "short"}})) == "short"
+    mcp = {"updatedMCPToolOutput": {"content": [{"type": "text", "text": "a"}]}}
+    assert replaced_output(ok({"hookSpecificOutput": mcp})) == "a"
+    other = {"updatedMCPToolOutput": {"rows": 2}}
+    assert replaced_output(ok({"hookSpecificOutput": other})) == '{"rows": 2}'
+    assert post_notes(ok(context), "PostToolUseFailure") == [
+        "PostToolUseFailure hook additional context: ctx"
+    ]
     assert prompt_verdict(ok("plain words\n")) == {"context": "plain words", "blocked": ""}
     assert prompt_verdict(ok({"decision": "block", "reason": "no"})) == {
         "context": "",

@@ -269,6 +269,123 @@ async def test_a_pre_tool_use_hook_whose_json_denies_keeps_the_file_unwritten(
     assert (tmp_path / "project" / "notes.md").read_text() == "hi\n"
 
 
+REWRITE_TO_DRY_RUN = """import json, sys
+call = json.load(sys.stdin)
+command = call["tool_input"]["command"]
+if "--dry-run" not in command:
+    print(json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "updatedInput": {**call["tool_input"], "command": command + " --dry-run"},
+    }}))
+else:  # an input the hook leaves as it is (the same updatedInput) goes on
+    print(json.dumps({"hookSpecificOutput": {"updatedInput": call["tool_input"]}}))
+"""
+
+
+async def test_a_pre_tool_use_hook_that_rewrites_the_input_blocks_the_original_call(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """Claude Code runs a hook's ``updatedInput`` instead of the model's input; this agent does
+    not rewrite calls, so running the original would undo the hook: the call is blocked."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "dry.py", REWRITE_TO_DRY_RUN)
+    settings(
+        tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [command(f"{PYTHON} {hook}")]}]}
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch deployed"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo ok --dry-run"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    rewritten, same = results(client)
+    assert rewritten["isError"] is True
+    text = rewritten["content"][0]["text"]
+    assert "rewrote this call's input (updatedInput)" in text
+    assert '"command": "touch deployed --dry-run"' in text
+    assert not (tmp_path / "project" / "deployed").exists()
+    assert same["isError"] is False and "ok --dry-run" in same["content"][0]["text"]
+
+
+class PolicyServer:
+    """A real HTTP server on loopback answering PreToolUse events as a policy service does:
+    it denies any Bash command with ``rm -rf``, and records each event and its headers."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        seen: list[tuple[dict[str, Any], str | None]] = []
+        self.seen = seen
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append((event, self.headers.get("Authorization")))
+                verdict = {}
+                if "rm -rf" in event["tool_input"].get("command", ""):
+                    verdict = {"hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "deny",
+                        "permissionDecisionReason": "policy: no rm -rf",
+                    }}  # fmt: skip
+                body = json.dumps(verdict).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/pre"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+async def test_an_http_pre_tool_use_hook_that_denies_blocks_the_call(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``"type": "http"``: the event is POSTed, the answer's JSON decides; a header's ``$VAR``
+    is filled only for the names ``allowedEnvVars`` lists."""
+    env = {**agent_env, **home_env(tmp_path), "POLICY_USER": "alice", "OTHER": "secret"}
+    server = PolicyServer()
+    try:
+        hook = {
+            "type": "http",
+            "url": server.url,
+            "headers": {"Authorization": "User $POLICY_USER ${OTHER}"},
+            "allowedEnvVars": ["POLICY_USER"],
+        }
+        settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+        write(tmp_path / "project" / "keep" / "file.txt", "kept\n")
+        steps = [
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "rm -rf keep"}}]},
+            {"toolCalls": [{"name": "bash", "arguments": {"command": "echo fine"}}]},
+            {"text": "done"},
+        ]
+        client = await run_turn(tmp_path, env, steps)
+    finally:
+        server.close()
+    denied, ran = results(client)
+    assert denied["isError"] is True
+    assert denied["content"][0]["text"] == (
+        "Tool call blocked: PreToolUse hook denied it: policy: no rm -rf"
+    )
+    assert (tmp_path / "project" / "keep" / "file.txt").exists()
+    assert ran["isError"] is False
+    assert [(event["tool_input"]["command"], auth) for event, auth in server.seen] == [
+        ("rm -rf keep", "User alice "),
+        ("echo fine", "User alice "),
+    ]
+
+
 async def test_a_user_prompt_submit_hook_adds_context_the_model_reads(
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:
@@ -335,6 +452,82 @@ async def test_session_start_stdout_is_context_before_the_first_prompt_and_sessi
     # the worker has stopped: its SessionEnd hook was started on the way out
     await _until_file(ended)
     assert json.loads(ended.read_text())["hook_event_name"] == "SessionEnd"
+
+
+EXPLAIN_FAILURE = """import json, sys
+call = json.load(sys.stdin)
+assert call["hook_event_name"] == "PostToolUseFailure" and call["tool_name"] == "Read", call
+assert call["is_interrupt"] is False and "tool_response" not in call, call
+print(json.dumps({"hookSpecificOutput": {
+    "hookEventName": "PostToolUseFailure",
+    "additionalContext": "Files live under src/; failed: " + call["error"][:40],
+}}))
+"""
+
+
+async def test_a_post_tool_use_failure_hook_adds_context_to_a_failed_call_only(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "explain.py", EXPLAIN_FAILURE)
+    settings(
+        tmp_path,
+        {"PostToolUseFailure": [{"matcher": "Read", "hooks": [command(f"{PYTHON} {hook}")]}]},
+    )
+    write(tmp_path / "project" / "here.txt", "here\n")
+    steps = [
+        {"toolCalls": [{"name": "read", "arguments": {"path": "missing.txt"}}]},
+        {"toolCalls": [{"name": "read", "arguments": {"path": "here.txt"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    failed, read = results(client)
+    assert failed["isError"] is True
+    texts = [block["text"] for block in failed["content"]]
+    assert any(
+        text.strip().startswith("PostToolUseFailure hook additional context: Files live under")
+        for text in texts
+    ), texts
+    assert read["isError"] is False
+    assert not any("PostToolUseFailure" in block["text"] for block in read["content"])
+
+
+REDACT = """import json, sys
+call = json.load(sys.stdin)
+text = call["tool_response"]["content"]
+if "sk-live-" in text:
+    print(json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PostToolUse",
+        "updatedMCPToolOutput": [{"type": "text", "text": text.replace("sk-live-42", "[REDACTED]")}],
+        "additionalContext": "A key was redacted from this output.",
+    }}))
+"""
+
+
+async def test_a_post_tool_use_hook_that_replaces_the_output_keeps_the_original_from_the_model(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``updatedMCPToolOutput`` (and ``updatedToolOutput``): the model reads the hook's text in
+    place of the tool's, so a hook that redacts a secret keeps it out of the conversation."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "redact.py", REDACT)
+    settings(
+        tmp_path, {"PostToolUse": [{"matcher": "Bash", "hooks": [command(f"{PYTHON} {hook}")]}]}
+    )
+    steps = [
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo key=sk-live-42"}}]},
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "echo plain"}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    redacted, plain = results(client)
+    text = "".join(block["text"] for block in redacted["content"])
+    assert "sk-live-42" not in text
+    assert text.startswith("key=[REDACTED]")
+    assert text.endswith(
+        "PostToolUse hook additional context: A key was redacted from this output."
+    )
+    assert "plain" in plain["content"][0]["text"]
 
 
 async def test_a_post_tool_use_formatter_runs_after_every_edit_and_changes_the_file(
@@ -439,6 +632,29 @@ async def test_a_stop_hook_makes_the_model_go_on_once_with_its_reason(
     assert users[-1] == "run the tests before you stop"
     (logged,) = prompts.read_text().splitlines()
     assert json.loads(logged)["prompt"] == "go"
+
+
+UNTIL_TESTED = """import json, sys
+event = json.load(sys.stdin)
+if "tests pass" not in event["last_assistant_message"]:
+    print(json.dumps({"decision": "block", "reason": "say whether the tests pass"}))
+"""
+
+
+async def test_a_stop_hook_reads_the_last_assistant_message(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """Claude Code's ``last_assistant_message``: a Stop hook that checks the answer (not the
+    ``stop_hook_active`` flag) lets the turn end once the answer says what it wants."""
+    env = {**agent_env, **home_env(tmp_path)}
+    hook = write(tmp_path / "hooks" / "until.py", UNTIL_TESTED)
+    settings(tmp_path, {"Stop": [{"hooks": [command(f"{PYTHON} {hook}")]}]})
+    steps = [{"text": "all done"}, {"text": "the tests pass"}]
+    client = await run_turn(tmp_path, env, steps)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["all done", "the tests pass"]
+    users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
+    assert users[-1] == "say whether the tests pass"
 
 
 async def test_a_notification_hook_runs_while_a_call_waits_for_approval(

@@ -14,6 +14,7 @@ from chord import Context, Service, define_service
 
 __all__ = [
     "EVENTS",
+    "NOT_RUN_EVENTS",
     "HookInfo",
     "HooksListing",
     "HooksListingApi",
@@ -30,8 +31,34 @@ EVENTS: tuple[str, ...] = (
     "SessionEnd",
     "PreCompact",
     "Notification",
+    "PostToolUseFailure",
 )
-"""The Claude Code hook events a settings file may name (any other name is reported)."""
+"""The Claude Code hook events this agent runs (any other name is reported: see
+:data:`NOT_RUN_EVENTS`)."""
+
+NOT_RUN_EVENTS: dict[str, str] = {
+    "PermissionRequest": "the approval dialog and your permission rules decide here, and a hook "
+    "could not answer the dialog for you; to block calls, give the same command to PreToolUse "
+    '(exit 2 or "permissionDecision": "deny" block there)',
+    "PermissionDenied": "nothing reports a denied call to hooks here",
+    "SubagentStart": "a subagent starts without hooks here (SubagentStop runs when it ends)",
+    "StopFailure": "a turn that ends in an API error runs no hook here",
+    "PostCompact": "only PreCompact runs here",
+    "Setup": "there is no setup phase here",
+    "TeammateIdle": "there are no agent teams here",
+    "TaskCreated": "background tasks run no hooks here",
+    "TaskCompleted": "background tasks run no hooks here",
+    "Elicitation": "MCP elicitations run no hooks here",
+    "ElicitationResult": "MCP elicitations run no hooks here",
+    "ConfigChange": "configuration changes run no hooks here",
+    "InstructionsLoaded": "memory files run no hooks here (/context lists them)",
+    "WorktreeCreate": "worktrees are not created through hooks here",
+    "WorktreeRemove": "worktrees are not removed through hooks here",
+    "CwdChanged": "the working folder changes run no hooks here",
+    "FileChanged": "file changes run no hooks here",
+}
+"""Claude Code's other hook events, each with why this agent does not run it: a settings file
+naming one gets that reason instead of "unknown event" (its hooks are skipped)."""
 
 
 class HookInfo(TypedDict):

@@ -39,12 +39,15 @@ from pico3 import CLAUDE_CODE_TOOLS, Sandbox, claude_code_names
 
 __all__ = [
     "CLAUDE_NAMES",
+    "WAITING_MESSAGES",
     "HookRun",
+    "assistant_text",
     "claude_tool",
     "hook_argv",
     "run_command",
     "shell_for",
     "tool_names",
+    "waiting_calls",
 ]
 
 CLAUDE_NAMES: Mapping[str, str] = MappingProxyType(
@@ -228,3 +231,37 @@ async def run_command(
     if timed_out:
         return HookRun(None, stdout, stderr, timed_out=True)
     return HookRun(process.returncode, stdout, stderr)
+
+
+WAITING_MESSAGES = {
+    "approval": "Claude needs your permission to use {tool}",
+    "question": "Claude is waiting for your input",
+}
+"""The ``Notification`` message for a tool call waiting on a feature (its ``waitingOn``)."""
+
+
+def waiting_calls(view: object) -> list[tuple[str, str, str]]:
+    """``(call id, waiting on, tool)`` of a conversation view's tool calls that wait for the
+    user (on the approval dialog or a question)."""
+    turn = view.get("turn") if isinstance(view, dict) else None
+    tools = turn.get("tools") if isinstance(turn, dict) else None
+    found: list[tuple[str, str, str]] = []
+    for slot in tools if isinstance(tools, list) else []:  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
+            found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    return found
+
+
+def assistant_text(answer: object) -> str:
+    """The text of an assistant message as JSON (its ``text`` blocks, joined): a ``Stop``
+    hook's ``last_assistant_message``."""
+    blocks: Any = answer.get("content") if isinstance(answer, dict) else None  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(blocks, str):
+        return blocks
+    items: list[Any] = blocks if isinstance(blocks, list) else []  # pyright: ignore[reportUnknownVariableType]
+    texts = [
+        str(block.get("text", ""))
+        for block in items
+        if isinstance(block, dict) and block.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
+    ]
+    return "\n".join(texts)

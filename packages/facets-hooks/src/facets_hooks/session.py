@@ -4,11 +4,11 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 
 ===================== ==================================================================
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
-                      or ``"ask"``, ``decision: "block"`` or ``continue: false`` block the call
-                      and the model reads the reason; ``"allow"``/``"approve"`` add nothing.
-``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (not after an
-                      error result, as Claude Code): exit 2's stderr, a ``decision: "block"``
-                      reason and ``additionalContext`` are added to the result the model reads.
+                      or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
+                      ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
+``PostToolUse``       ``after_tool`` of ``pi.tool``, after a call that succeeded (an error result
+                      runs ``PostToolUseFailure``, with ``error``): exit 2's stderr, a ``decision:
+                      "block"`` reason, ``additionalContext`` are added to the result it reads.
 ``UserPromptSubmit``  ``before_request`` of ``pi.generation``, once per prompt of the user (not
                       for a subagent's task, nor for a ``Stop`` hook's continuation):
                       ``additionalContext`` or plain stdout is added after the prompt in every
@@ -84,12 +84,22 @@ from pico3 import (
 )
 
 from .contract import HookInfo, HooksListing, HooksSummary
-from .protocol import HookRun, claude_tool, hook_argv, run_command, tool_names
+from .protocol import (
+    WAITING_MESSAGES,
+    HookRun,
+    assistant_text,
+    claude_tool,
+    hook_argv,
+    run_command,
+    tool_names,
+    waiting_calls,
+)
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
     post_notes,
     pre_verdict,
     prompt_verdict,
+    replaced_output,
     start_context,
     stop_continuation,
 )
@@ -175,7 +185,7 @@ class Hooks:
             {
                 "event": h.event,
                 "matcher": h.matcher,
-                "command": h.command,
+                "command": h.label,
                 "timeout": h.timeout,
                 "source": h.source,
             }
@@ -215,7 +225,7 @@ class Hooks:
                 seconds=hook.timeout,
                 sandbox=sandbox,
             )
-        where = f"{hook.event} hook `{hook.command}` ({hook.source})"
+        where = f"{hook.event} hook `{hook.label}` ({hook.source})"
         if run.timed_out:
             _log.warning("%s timed out after %g s; it was stopped", where, hook.timeout)
         elif run.exit_code not in (0, 2):
@@ -254,7 +264,8 @@ class Hooks:
             verdict = await api.memo(key, ctx)
             if verdict is MISSING:
                 await api.waiting(ctx)
-                verdict = await api.memo(key, pre_verdict(await self.run(hook, payload, ctx)), ctx)
+                verdict = pre_verdict(await self.run(hook, payload, ctx), tool_input)
+                verdict = await api.memo(key, verdict, ctx)
             if isinstance(verdict, dict) and verdict.get("block"):
                 return {"block": str(verdict["block"])}  # pyright: ignore[reportUnknownArgumentType]
         return None
@@ -263,29 +274,36 @@ class Hooks:
         self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
     ) -> ToolResult | None:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
-        names = tool_names(name, arguments)
-        hooks = [h for h in self.loaded.for_event("PostToolUse") if h.matches(names)]
-        if not hooks or result.is_error:  # as Claude Code: after a call that succeeded
+        names, failed = tool_names(name, arguments), result.is_error
+        event = "PostToolUseFailure" if failed else "PostToolUse"
+        hooks = [h for h in self.loaded.for_event(event) if h.matches(names)]
+        if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
         response: dict[str, Any] = {"content": result.plain_text, "success": True}
         if isinstance(tool_input, dict) and "file_path" in tool_input:
             response["filePath"] = tool_input["file_path"]
+        about = {"error": result.plain_text, "is_interrupt": False} if failed else {}
         payload = self.payload(
-            "PostToolUse",
+            event,
             tool_name=tool_name,
             tool_input=tool_input,
-            tool_response=response,
+            **(about or {"tool_response": response}),
             tool_use_id=str(call.get("id", "")),
         )
         notes: list[str] = []
+        content = list(result.content or [])
         for hook in hooks:
-            notes.extend(post_notes(await self.run(hook, payload, ctx)))
-        if not notes:
+            run = await self.run(hook, payload, ctx)
+            notes.extend(post_notes(run, event))
+            replaced = replaced_output(run) if not failed else None
+            if replaced is not None:  # the last hook that replaces it wins
+                content = [{"type": "text", "text": replaced}]
+        if not notes and content == list(result.content or []):
             return None
         extra = [{"type": "text", "text": f"\n\n{note}"} for note in notes]
         return ToolResult(
-            content=[*(result.content or []), *extra],
+            content=[*content, *extra],
             is_error=result.is_error,
             details=result.details,
             diagnostics=result.diagnostics,
@@ -385,7 +403,8 @@ class Hooks:
         if not hooks:
             return None
         active = api.conversation_id in self._continued
-        payload = self.payload(event, stop_hook_active=active)
+        last = assistant_text(answer)
+        payload = self.payload(event, stop_hook_active=active, last_assistant_message=last)
         for hook in hooks:
             reason = stop_continuation(await self.run(hook, payload, ctx))
             if reason:
@@ -529,25 +548,6 @@ class _ListingService:
 
     async def summary(self, ctx: Context) -> HooksSummary:
         return self._hooks.summary()
-
-
-WAITING_MESSAGES = {
-    "approval": "Claude needs your permission to use {tool}",
-    "question": "Claude is waiting for your input",
-}
-"""The ``Notification`` message for a tool call waiting on a feature (its ``waitingOn``)."""
-
-
-def waiting_calls(view: object) -> list[tuple[str, str, str]]:
-    """``(call id, waiting on, tool)`` of a conversation view's tool calls that wait for the
-    user (on the approval dialog or a question)."""
-    turn = view.get("turn") if isinstance(view, dict) else None
-    tools = turn.get("tools") if isinstance(turn, dict) else None
-    found: list[tuple[str, str, str]] = []
-    for slot in tools if isinstance(tools, list) else []:  # pyright: ignore[reportUnknownVariableType]
-        if isinstance(slot, dict) and slot.get("waitingOn") in WAITING_MESSAGES:  # pyright: ignore[reportUnknownMemberType]
-            found.append((str(slot.get("callId")), str(slot["waitingOn"]), str(slot.get("name"))))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    return found
 
 
 @define_facet("@pi/hooks")

@@ -21,8 +21,11 @@ The shape is Claude Code's::
 
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
-``type`` is not ``"command"``, a missing ``command``, a bad ``timeout``), becomes one line of
-:attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads.
+``type`` is neither ``"command"`` nor ``"http"`` (:mod:`.http_hooks`), a missing ``command``, a bad ``timeout``), becomes one line of
+:attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
+what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
+event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
+happens instead: :data:`ENTRY_FIELDS`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .contract import EVENTS
+from .contract import EVENTS, NOT_RUN_EVENTS
+from .http_hooks import http_command
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -51,10 +55,33 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
 
-MATCHED_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PreCompact", "SessionStart"})
+MATCHED_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart"}
+)
 """The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
-``PostToolUse``), the trigger (``PreCompact``: ``manual``/``auto``) or the source
-(``SessionStart``: ``startup``/``resume``); the other events ignore it."""
+``PostToolUse``, ``PostToolUseFailure``), the trigger (``PreCompact``: ``manual``/``auto``) or
+the source (``SessionStart``: ``startup``/``resume``). Claude Code's ``Notification``,
+``SubagentStop`` and ``SessionEnd`` matchers (notification type, agent type, reason) are not
+honoured: such a hook runs for every one, and a problem says so."""
+
+OCCURRENCES: dict[str, tuple[str, ...]] = {
+    "SessionStart": ("startup", "resume"),
+    "PreCompact": ("manual", "auto"),
+}
+"""What a ``SessionStart`` (source) or ``PreCompact`` (trigger) matcher can meet here. Claude
+Code's ``clear`` and ``compact`` sources do not happen (no ``SessionStart`` after ``/new`` or a
+compaction): a matcher taking none of these is a problem, since its hooks would never run."""
+
+ENTRY_FIELDS: dict[str, str] = {
+    "if": "the hook runs for every call its matcher takes (its own checks decide)",
+    "async": "it runs before the call goes on, as a synchronous hook, and its exit 2 blocks",
+    "asyncRewake": "it runs before the call goes on, as a synchronous hook",
+    "once": "it runs every time its event fires, not once a session",
+    "shell": "it runs with $SHELL when that is a POSIX shell, else /bin/sh",
+}
+"""Claude Code hook-entry fields this agent does not honour, each with what happens instead:
+each one set is one problem line (the hook still loads). ``statusMessage`` is accepted and not
+shown (the worker shows no hook progress)."""
 
 
 @dataclass(frozen=True)
@@ -69,9 +96,17 @@ class HookSpec:
     position: int
     """Its place among the file's hooks (two identical entries stay two hooks)."""
     pattern: re.Pattern[str] | None = field(default=None, compare=False)
+    shown: str = ""
+    """How ``/hooks`` and the log name it when that is not :attr:`command` (an HTTP hook:
+    ``POST <url>``, its command being the program that posts)."""
     env: tuple[tuple[str, str], ...] = ()
     """Variables its command gets on top of the session's: a plugin's hook gets
     ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
+
+    @property
+    def label(self) -> str:
+        """What the user wrote: the command, or ``POST <url>`` for an HTTP hook."""
+        return self.shown or self.command
 
     def environ(self, base: dict[str, str]) -> dict[str, str]:
         """The environment its command runs with: ``base`` (the session's), plus :attr:`env`."""
@@ -180,6 +215,9 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
     position = 0
     for event, groups in table.items():  # pyright: ignore[reportUnknownVariableType]
         where = f"{source}: hooks.{event}"
+        if event in NOT_RUN_EVENTS:
+            problems.append(f"{where}: not run by this agent ({NOT_RUN_EVENTS[event]}); skipped")
+            continue
         if event not in EVENTS:
             problems.append(f"{where}: unknown event (known: {', '.join(EVENTS)}); skipped")
             continue
@@ -195,30 +233,78 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 matcher, pattern = _matcher(group.get("matcher"), at, problems)  # pyright: ignore[reportUnknownMemberType]
             except ValueError:
                 continue
+            seen = OCCURRENCES.get(event, ())
+            if pattern is not None and seen and not any(pattern.fullmatch(v) for v in seen):
+                problems.append(
+                    f"{at}: matcher {matcher!r} takes none of {', '.join(seen)}, the only "
+                    f"{event} {'sources' if event == 'SessionStart' else 'triggers'} here "
+                    "(no SessionStart after /new or a compaction); its hooks never run"
+                )
             if event not in MATCHED_EVENTS:
-                pattern = None  # Claude Code ignores the matcher of the other events
+                if matcher not in ("", "*") and event in (
+                    "Notification",
+                    "SubagentStop",
+                    "SessionEnd",
+                ):
+                    problems.append(
+                        f"{at}: matcher {matcher!r} is not honoured for {event} here; its hooks "
+                        f"run for every {event}"
+                    )
+                pattern = None  # the other events have no matcher
             for h, hook in enumerate(group["hooks"]):  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
                 here = f"{at}.hooks[{h}]"
                 if not isinstance(hook, dict):
                     problems.append(f"{here}: expected an object; skipped")
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
-                if kind != "command":
+                if kind not in ("command", "http"):
                     problems.append(
-                        f'{here}: type {json.dumps(kind)} is not supported (only "command"); '
-                        "skipped"
+                        f'{here}: type {json.dumps(kind)} is not supported (only "command" and '
+                        '"http"); skipped'
                     )
                     continue
-                command = hook.get("command")  # pyright: ignore[reportUnknownMemberType]
+                shown = ""
+                if kind == "http":
+                    posted = _http(hook, here, problems)  # pyright: ignore[reportUnknownArgumentType]
+                    if posted is None:
+                        continue
+                    command, shown = posted
+                else:
+                    command = hook.get("command")  # pyright: ignore[reportUnknownMemberType]
                 if not isinstance(command, str) or not command.strip():
                     problems.append(f'{here}: "command" must be a non-empty string; skipped')
                     continue
                 timeout = _timeout(hook.get("timeout"), here, problems)  # pyright: ignore[reportUnknownMemberType]
+                problems += [
+                    f"{here}: {key!r} is not supported here: {instead}"
+                    for key, instead in ENTRY_FIELDS.items()
+                    if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
+                ]
                 hooks.append(
-                    HookSpec(event, matcher, command, timeout, source, position, pattern)  # pyright: ignore[reportUnknownArgumentType]
+                    HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
                 )
                 position += 1
     return hooks, problems
+
+
+def _http(hook: dict[str, Any], here: str, problems: list[str]) -> tuple[str, str] | None:
+    """An HTTP hook's ``(command, shown)`` (:mod:`.http_hooks`), or ``None`` with a problem."""
+    url = hook.get("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        problems.append(f'{here}: an http hook needs "url" (http:// or https://); skipped')
+        return None
+    headers: Any = hook.get("headers", {})
+    allowed: Any = hook.get("allowedEnvVars", [])
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str)
+        for k, v in headers.items()  # pyright: ignore[reportUnknownVariableType]
+    ):
+        problems.append(f'{here}: "headers" must be an object of strings; skipped')
+        return None
+    if not isinstance(allowed, list) or not all(isinstance(n, str) for n in allowed):  # pyright: ignore[reportUnknownVariableType]
+        problems.append(f'{here}: "allowedEnvVars" must be a list of names; skipped')
+        return None
+    return http_command(url, headers, allowed), f"POST {url}"  # pyright: ignore[reportUnknownArgumentType]
 
 
 def load_hooks(

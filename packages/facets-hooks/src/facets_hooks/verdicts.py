@@ -13,13 +13,15 @@ The JSON output's fields, as Claude Code names them: ``continue`` (``false`` sto
 call it blocks with ``stopReason``), ``stopReason``, ``suppressOutput`` (accepted; the worker
 shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decision``
 (``"block"``; ``"approve"`` adds nothing), ``reason``, and ``hookSpecificOutput`` with
-``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``) and ``permissionDecisionReason``
-(``PreToolUse``) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
+``permissionDecision`` (``"allow"``, ``"deny"``, ``"ask"``), ``permissionDecisionReason`` and
+``updatedInput`` (``PreToolUse``: a changed input blocks the call, see :func:`pre_verdict`),
+``updatedToolOutput``/``updatedMCPToolOutput`` (``PostToolUse``: :func:`replaced_output`) or ``additionalContext`` (``UserPromptSubmit``, ``SessionStart``,
 ``PostToolUse``).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .protocol import HookRun
@@ -28,6 +30,7 @@ __all__ = [
     "post_notes",
     "pre_verdict",
     "prompt_verdict",
+    "replaced_output",
     "start_context",
     "stop_continuation",
 ]
@@ -42,9 +45,15 @@ def _text(value: object) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-def pre_verdict(run: HookRun) -> dict[str, str]:
+def pre_verdict(run: HookRun, tool_input: object = None) -> dict[str, str]:
     """A ``PreToolUse`` hook's verdict: ``{"block": reason}`` (``""``: the call may go on to
-    the session's approval). Plain JSON: it is the memo."""
+    the session's approval). Plain JSON: it is the memo.
+
+    ``tool_input`` is the input the hook was shown (Claude Code's field names). A hook whose
+    ``hookSpecificOutput.updatedInput`` differs from it meant the call to run *changed* (a
+    command with ``--dry-run`` added, a path moved into a sandbox folder); this agent does not
+    rewrite calls, and running the original would silently undo the hook's intent, so the
+    call is blocked instead, telling the model what the hook wanted (it fails closed)."""
     if run.exit_code == 2:
         reason = _text(run.stderr) or "(the hook gave no reason on stderr)"
         return {"block": f"PreToolUse hook: {reason}"}
@@ -65,24 +74,57 @@ def pre_verdict(run: HookRun) -> dict[str, str]:
             "do here, so it was not run. Ask the user to confirm, or to run it themselves"
             + (f": {reason}" if reason else ".")
         }
+    updated = specific.get("updatedInput")
+    if updated is not None and updated != tool_input:
+        return {
+            "block": "A PreToolUse hook rewrote this call's input (updatedInput), which this "
+            "agent does not apply, so the call was not run as written. Make the call again "
+            f"with the hook's input instead: {json.dumps(updated)}"
+            + (f" ({reason})" if reason else "")
+        }
     return {"block": ""}
 
 
-def post_notes(run: HookRun) -> list[str]:
-    """What a ``PostToolUse`` hook adds to the result the model reads."""
+def post_notes(run: HookRun, event: str = "PostToolUse") -> list[str]:
+    """What a ``PostToolUse`` (or ``PostToolUseFailure``: ``event``) hook adds to the result
+    the model reads."""
     if run.exit_code == 2:
         reason = _text(run.stderr)
-        return [f"PostToolUse hook feedback: {reason}"] if reason else []
+        return [f"{event} hook feedback: {reason}"] if reason else []
     output = run.output
     if output is None:
         return []
     notes: list[str] = []
     if output.get("decision") == "block":
-        notes.append(f"PostToolUse hook feedback: {_text(output.get('reason')) or 'blocked'}")
+        notes.append(f"{event} hook feedback: {_text(output.get('reason')) or 'blocked'}")
     context = _text(_specific(output).get("additionalContext"))
     if context:
-        notes.append(f"PostToolUse hook additional context: {context}")
+        notes.append(f"{event} hook additional context: {context}")
     return notes
+
+
+def replaced_output(run: HookRun) -> str | None:
+    """The text a ``PostToolUse`` hook puts in place of the tool's result (``None``: it keeps
+    it): ``hookSpecificOutput.updatedToolOutput``, else ``updatedMCPToolOutput`` (Claude Code
+    applies that one to MCP tools only; here to any tool, since a hook that sets it means the
+    model must not read the original, a secret it redacts say). A string is the text; MCP
+    content (``[{"type": "text", "text": ...}]``) its texts; anything else its JSON."""
+    output = run.output
+    if output is None:
+        return None
+    specific = _specific(output)
+    value = specific.get("updatedToolOutput", specific.get("updatedMCPToolOutput"))
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    blocks = value.get("content") if isinstance(value, dict) else value
+    if isinstance(blocks, list) and all(
+        isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        for b in blocks
+    ):
+        return "\n".join(b["text"] for b in blocks)
+    return json.dumps(value)
 
 
 def prompt_verdict(run: HookRun) -> dict[str, str]:

@@ -14,6 +14,11 @@ and more general first, so the most specific instructions come last and win when
     /home/me/work/repo/pkg/CLAUDE.md         # a sub-folder's files, once the agent has read or
                                              #   edited a file under it (Claude Code does this)
 
+**Rules.** Claude Code's ``.claude/rules/**/*.md`` are read too: ``~/.claude/rules/`` right after
+``~/.claude/CLAUDE.md``, and each folder's ``.claude/rules/`` right after its
+``.claude/CLAUDE.md``. A rule with ``paths:`` in its front matter is read only once the agent
+worked on a matching file (:mod:`coding_agent.context.memory_rules`).
+
 **Both names, once.** A folder's ``AGENTS.md`` and ``CLAUDE.md`` are both read when they differ.
 When one is a link to the other, a copy of it, or only imports it (``@AGENTS.md``), it is read
 once.
@@ -60,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from coding_agent.context.memory_rules import RULES_FOLDER, matching, rule_files, rule_scope
 from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
 from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
@@ -81,6 +87,7 @@ __all__ = [
     "render_context_files",
     "scan_context_files",
     "touched_folders",
+    "touched_paths",
 ]
 
 CONTEXT_FILE_NAMES = ("AGENTS.md", "CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
@@ -208,10 +215,14 @@ def _only_imports(text: str) -> bool:
 class _Scan:
     """One scan: the files in reading order, each read once, and what was skipped."""
 
-    def __init__(self, root: Path, home: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, root: Path, home: Path, env: Mapping[str, str], touched: Iterable[Path] = ()
+    ) -> None:
         self.root = root
         self.home = home
         self.env = env
+        self.touched = list(touched)
+        """Files and folders the agent worked on (a path-scoped rule waits for a match)."""
         self.files: list[ContextFile] = []
         self.skipped: list[SkippedFile] = []
         self._seen: set[str] = set()
@@ -220,10 +231,23 @@ class _Scan:
     def inside(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
 
+    def add_rules(self, claude: Path, base: Path, reason: str) -> None:
+        """The rule files of ``claude/rules`` (a ``.claude`` folder): those without ``paths``,
+        and those whose ``paths`` (relative to ``base``) match a file the agent worked on."""
+        for rule in rule_files(claude / RULES_FOLDER):
+            self.add(rule, reason, rule_base=base)
+
     def add(
-        self, candidate: Path, reason: str, *, depth: int = 0, chain: tuple[str, ...] = ()
+        self,
+        candidate: Path,
+        reason: str,
+        *,
+        depth: int = 0,
+        chain: tuple[str, ...] = (),
+        rule_base: Path | None = None,
     ) -> None:
-        """Read ``candidate`` (when it exists and may be read) and then its imports."""
+        """Read ``candidate`` (when it exists and may be read) and then its imports. With
+        ``rule_base`` it is a rule file (:meth:`add_rules`): its front matter decides."""
         if not candidate.is_file():
             return
         real = os.path.realpath(candidate)
@@ -248,6 +272,16 @@ class _Scan:
             self.skipped.append(SkippedFile(str(candidate), problem))
             return
         text = _read(candidate)
+        if text is not None and rule_base is not None:
+            try:
+                globs, text = rule_scope(text)
+            except ValueError as error:
+                self.skipped.append(SkippedFile(str(candidate), f"a rule file, but {error}"))
+                return
+            match = matching(globs, rule_base, self.touched) if globs else None
+            if globs and match is None:
+                return  # read once the agent works on a file its paths match
+            reason = f"{reason}, for {match}" if match else reason
         if text is None or not text.strip():
             return
         self._seen.add(real)
@@ -308,23 +342,30 @@ def scan_context_files(
     touched: Iterable[str | os.PathLike[str]] = (),
 ) -> ContextFiles:
     """The instruction files for working folder ``cwd`` in reading order (module docstring),
-    and the files skipped with the reason. ``touched`` are folders under ``cwd`` the agent has
-    worked in (:func:`touched_folders`): their own files are added after the working folder's.
+    and the files skipped with the reason. ``touched`` are the files and folders under ``cwd``
+    the agent has worked on (:func:`touched_paths`; a file stands for its folder): the files of
+    those folders are added after the working folder's, and a path-scoped rule is read once one
+    of them matches its ``paths``.
     ``env`` (default ``os.environ``) gives ``HOME`` and ``XDG_CONFIG_HOME``."""
     environ = os.environ if env is None else env
     start = Path(cwd).expanduser().resolve()
     home_value = environ.get("HOME", "")
     home = Path(home_value) if os.path.isabs(home_value) else Path(os.path.expanduser("~"))
-    scan = _Scan(project_root_for(start), home, environ)
+    worked = [Path(path).resolve() for path in touched]
+    scan = _Scan(project_root_for(start), home, environ, worked)
     for path, reason in _user_files(environ, home):
         scan.add(path, reason)
+        if reason == "your Claude Code memory":
+            scan.add_rules(path.parent, scan.root, "your Claude Code rules")
     for folder in reversed([start, *start.parents]):
         where = "the project" if scan.inside(folder) else "a folder above the project"
         for name in CONTEXT_FILE_NAMES:
             scan.add(folder / name, f"{where} ({folder})")
+            if name == ".claude/CLAUDE.md":
+                scan.add_rules(folder / ".claude", folder, f"{where}'s rules ({folder})")
     below: set[Path] = set()
-    for folder in touched:
-        path = Path(folder).resolve()
+    for path in worked:
+        path = path if path.is_dir() else path.parent
         if start in path.parents:
             below.update(p for p in [path, *path.parents] if start in p.parents)
     for folder in sorted(below, key=lambda p: (len(p.parts), str(p))):
@@ -347,6 +388,16 @@ _PATH_TOOLS = frozenset({"read", "edit", "write", "ls", "multi_edit"})
 def touched_folders(messages: Iterable[Any], cwd: str | os.PathLike[str]) -> set[str]:
     """The folders under ``cwd`` holding a file the model read or edited, or listed, in
     ``messages`` (model messages as JSON: the ``toolCall`` blocks of assistant messages)."""
+    return _touched(messages, cwd, files=False)
+
+
+def touched_paths(messages: Iterable[Any], cwd: str | os.PathLike[str]) -> set[str]:
+    """The files under ``cwd`` the model read, edited or wrote, and the folders it listed, in
+    ``messages`` (as :func:`touched_folders`): what a path-scoped rule's ``paths`` match."""
+    return _touched(messages, cwd, files=True)
+
+
+def _touched(messages: Iterable[Any], cwd: str | os.PathLike[str], *, files: bool) -> set[str]:
     start = Path(cwd).expanduser().resolve()
     found: set[str] = set()
     for message in messages:
@@ -363,7 +414,9 @@ def touched_folders(messages: Iterable[Any], cwd: str | os.PathLike[str]) -> set
                 continue
             target = (start / os.path.expanduser(path)).resolve()
             folder = target if block.get("name") == "ls" else target.parent
-            if start in folder.parents:
+            if files and start in target.parents:
+                found.add(str(target))
+            elif start in folder.parents:
                 found.add(str(folder))
     return found
 

@@ -36,6 +36,8 @@ system prompt (:func:`render_skills_section`); the model reads a skill's body wi
 tool when a task matches its description. ``/skill:NAME [args]`` in the TUI loads one
 explicitly (:func:`invoke_skill` builds the message). A skill with
 ``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
+Claude Code's ``context: fork``, ``agent`` and ``hooks`` (:data:`NOT_HONOURED`) and
+``!`command``` lines are one warning per skill, naming each with what happens instead.
 
 **Validation** follows the Agent Skills rules, as pi does: ``name`` is 1–64 characters of
 lowercase letters, digits and hyphens (no leading, trailing or doubled hyphen) and should match
@@ -58,11 +60,13 @@ from typing import Any
 import msgspec
 
 from coding_agent.context.folders import SKILL_FILE, skill_files
+from coding_agent.context.prompt_templates import split_arguments
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 
 __all__ = [
     "MAX_DESCRIPTION",
     "MAX_NAME",
+    "NOT_HONOURED",
     "PI_PROJECT_SKILLS",
     "SKILLS_SECTION_KEY",
     "SKILL_FILE",
@@ -89,6 +93,26 @@ MAX_NAME = 64
 MAX_DESCRIPTION = 1024
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+_ARGUMENT = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS\b|\$(\d+)(?!\d)")
+"""Claude Code's skill placeholders: ``$ARGUMENTS`` (as typed), ``$ARGUMENTS[N]`` and ``$N``
+(the N-th word, counted from 0, quotes grouping words)."""
+
+_INJECTION = re.compile(r"(?:^|\s)!`[^`\n]+`")
+"""Claude Code's dynamic context in a skill: ``!`git status``` runs before the model reads it."""
+
+NOT_HONOURED: dict[str, str] = {
+    "context": "it runs in the conversation that loads it, not in a forked subagent",
+    "agent": "it runs in the conversation that loads it, not in a subagent",
+    "hooks": "its hooks do NOT run; put them in the hooks of ~/.claude/settings.json",
+    "shell": "a skill's !`command` lines are not run; the model reads them as written",
+}
+"""Claude Code's skill front-matter fields this agent does not honour and whose absence changes
+what runs, each with what happens instead; a skill setting any is one warning naming them (it
+still loads). ``allowed-tools`` (its calls ask as any other), ``model``, ``effort``,
+``user-invocable`` and ``argument-hint`` are accepted without a warning: ignoring them only
+makes a call ask, or keeps the conversation's model, so a plugin's skills do not each warn at
+every start."""
 
 
 class Skill(msgspec.Struct, frozen=True):
@@ -172,7 +196,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
         warnings.append(f"{path}: cannot read the skill: {error.strerror or error}")
         return None
     try:
-        meta, _body = split_frontmatter(text)
+        meta, body = split_frontmatter(text)
     except FrontmatterError as error:
         warnings.append(f"{path}: skill skipped: {error}")
         return None
@@ -194,6 +218,11 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
         warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
     if len(description) > MAX_DESCRIPTION:
         warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
+    ignored = [f"{key} ({why})" for key, why in NOT_HONOURED.items() if meta.get(key) is not None]
+    if _INJECTION.search(body):
+        ignored.append("!`command` lines (they are not run; the model reads them as written)")
+    if ignored:
+        warnings.append(f"{path}: skill {name!r}: not honoured here: " + "; ".join(ignored))
     disabled = meta.get("disable-model-invocation") is True
     return Skill(name, description, path.resolve(), source, model_invocable=not disabled)
 
@@ -254,8 +283,8 @@ def render_skills_section(value: Any) -> str:
         "The following skills provide specialized instructions for specific tasks.",
         "When a task matches a skill's description, use the read tool to load its file first "
         "and follow it.",
-        "A skill's relative paths are relative to the folder of its SKILL.md; use absolute "
-        "paths in tool calls.",
+        "A skill's relative paths, and ${CLAUDE_SKILL_DIR} in it, are relative to (stand for) "
+        "the folder of its SKILL.md; use absolute paths in tool calls.",
         "",
         "<available_skills>",
     ]
@@ -276,15 +305,29 @@ def render_skills_section(value: Any) -> str:
 # -- /skill:NAME --------------------------------------------------------------------------------
 def invoke_skill(skill: Skill, args: str = "") -> str:
     """The user message ``/skill:NAME args`` sends: the skill's body in a ``<skill>`` block,
-    then the arguments. Raises ``OSError`` when the file cannot be read any more and
+    with Claude Code's substitutions: ``${CLAUDE_SKILL_DIR}`` is the skill's folder,
+    ``$ARGUMENTS`` the arguments as typed, ``$ARGUMENTS[N]`` and ``$N`` the N-th word (from 0;
+    a missing one is left as written, as Claude Code does). A body naming no argument gets
+    them after the block. Raises ``OSError`` when the file cannot be read any more and
     :class:`~coding_agent.context.resources.FrontmatterError` when it no longer parses."""
     _meta, body = split_frontmatter(read_text(skill.path))
+    body = body.strip().replace("${CLAUDE_SKILL_DIR}", str(skill.folder))
+    args = args.strip()
+    words = split_arguments(args)
+
+    def argument(match: re.Match[str]) -> str:
+        index = match.group(1) or match.group(2)
+        if index is None:
+            return args
+        return words[int(index)] if int(index) < len(words) else match.group(0)
+
+    used = bool(_ARGUMENT.search(body))
+    body = _ARGUMENT.sub(argument, body)
     message = (
         f'<skill name="{_escape(skill.name)}" location="{_escape(str(skill.path))}">\n'
-        f"References are relative to {skill.folder}.\n\n{body.strip()}\n</skill>"
+        f"References are relative to {skill.folder}.\n\n{body}\n</skill>"
     )
-    args = args.strip()
-    return f"{message}\n\n{args}" if args else message
+    return f"{message}\n\n{args}" if args and not used else message
 
 
 # -- the ``skills`` harness service ---------------------------------------------------------------

@@ -10,8 +10,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   TUI, ``-p`` and ``coding-agent acp`` start there through
   :func:`~coding_agent.settings.permissions.starting_mode`), when neither
   ``--permission-mode`` nor ``permission_mode`` in your ``config.toml`` chooses one.
-  Claude Code's ``default``, ``acceptEdits`` and ``plan`` are this agent's ``ask``,
-  ``accept-edits`` and ``plan``; they count from your own file. A project's file may only make
+  Claude Code's ``default`` (or ``manual``), ``acceptEdits`` and ``plan`` are this agent's
+  ``ask``, ``accept-edits`` and ``plan`` (``dontAsk`` is the ``denyInsteadOfPrompting`` switch
+  below; Claude Code's classifier ``auto`` is a note, never this agent's ``auto``); they count from your own file. A project's file may only make
   the mode *stricter*: its ``default`` or ``plan`` applies when stricter than the mode chosen
   otherwise (it does not override ``--permission-mode``); a looser one is a note.
   ``bypassPermissions`` is never taken from a settings file (a note says to pass
@@ -39,7 +40,9 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
-instead, reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
+instead (``outputStyle``: ``APPEND_SYSTEM.md``; ``statusLine``: the footer; ...), unless its value
+asks for what this agent does anyway (``includeCoAuthoredBy: false``, an empty
+``attribution``, ``respectGitignore: true``), reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
 notice in the TUI, ``/permissions`` and ``coding-agent config``. ``env`` is *not* honoured: in
 Claude Code those variables are set for Claude itself as well as its commands (its
 ``ANTHROPIC_*`` provider settings among them), and a project file that sets variables for every
@@ -66,10 +69,16 @@ __all__ = [
     "unread_keys",
 ]
 
-CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
-"""Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names."""
+CLAUDE_MODES = {"default": "ask", "manual": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
+"""Claude Code's ``permissions.defaultMode`` values this agent takes, as its own mode names
+(``manual`` is Claude Code's newer alias of ``default``). ``dontAsk`` is taken as the
+``denyInsteadOfPrompting`` restriction (:func:`restrictions`), not as a mode."""
 
-PROJECT_MODES = ("default", "plan")
+DONT_ASK = "dontAsk"
+"""Claude Code's mode that refuses whatever would ask: this agent's ``denyInsteadOfPrompting``
+switch, turned on from any settings file that names it (it only restricts)."""
+
+PROJECT_MODES = ("default", "manual", "plan")
 """The values a project's file may set (they only make the mode stricter)."""
 
 STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
@@ -114,7 +123,31 @@ _ADVICE = {
     "it; remove them from .mcp.json or decline them when asked",
     "extraKnownMarketplaces": "this agent does not install plugins; a plugin Claude Code "
     "installed from a marketplace loads here when enabledPlugins turns it on",
+    "statusLine": "this agent does not run a status line command; its footer shows the model, "
+    "the context used and the cost",
+    "outputStyle": "this agent does not read output styles; put the style's instructions in "
+    "APPEND_SYSTEM.md (in ~/.config/coding-agent/ or a trusted project's .coding-agent/) to add "
+    "them to the system prompt",
+    "language": "this agent does not read it; write the language to answer in in your AGENTS.md "
+    "(or ~/.claude/CLAUDE.md), which the model reads",
+    "includeCoAuthoredBy": "this agent adds no Co-Authored-By line to commits (the setting "
+    "asks for one): write it in your AGENTS.md if you want the model to add it",
+    "attribution": "this agent adds no attribution to commits or pull requests (the setting "
+    "asks for some): write it in your AGENTS.md if you want the model to add it",
+    "respectGitignore": "not honoured: grep, find, ls and @ mentions here always skip "
+    ".gitignored files (read such a file by its path)",
+    "cleanupPeriodDays": "this agent never deletes old sessions by itself; they stay under "
+    "$XDG_STATE_HOME/coding-agent/ until you remove them",
+    "alwaysThinkingEnabled": "this agent does not read it; choose the thinking level with "
+    "thinking in config.toml or /thinking",
 }
+
+_ALREADY_SO: dict[str, object] = {
+    "includeCoAuthoredBy": False,
+    "respectGitignore": True,
+}
+"""Keys whose value here is what this agent always does anyway: no note (no attribution is
+added, .gitignored files are skipped). ``attribution`` is so when every text in it is empty."""
 
 _SANDBOX = (
     "this agent does not read Claude Code's sandbox settings; bash is NOT sandboxed by it — use "
@@ -131,9 +164,16 @@ def _note(path: Path, key: str, advice: str | None = None) -> str:
 def mode_note(path: Path, value: object, project: bool) -> str | None:
     """The note for ``permissions.defaultMode`` = ``value`` in ``path`` (a project's file when
     ``project``); ``None`` when it is honoured."""
-    if value in (PROJECT_MODES if project else CLAUDE_MODES):
+    if value in (PROJECT_MODES if project else CLAUDE_MODES) or value == DONT_ASK:
         return None
     key = "permissions.defaultMode"
+    if value == "auto":
+        return _note(
+            path, key, "Claude Code's auto mode (a classifier reviews calls) has no counterpart "
+            "here; this agent's own auto mode runs every call unasked, so it is not taken and "
+            "calls ask — for fewer questions with confinement use --permission-mode sandbox or "
+            "accept-edits",
+        )  # fmt: skip
     if project and value in CLAUDE_MODES:
         return _note(
             path, key, f"{value!r} is not taken from a project's settings (a project may only "
@@ -147,8 +187,8 @@ def mode_note(path: Path, value: object, project: bool) -> str | None:
             "config.toml",
         )  # fmt: skip
     return _note(
-        path, key, f"{value!r} is not a mode this agent takes (default, acceptEdits, plan); "
-        "use --permission-mode or permission_mode in config.toml",
+        path, key, f"{value!r} is not a mode this agent takes (default or manual, acceptEdits, "
+        "plan, dontAsk); use --permission-mode or permission_mode in config.toml",
     )  # fmt: skip
 
 
@@ -174,9 +214,16 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     notes.append(_restriction_note(path, sub, found))
                 elif sub not in _READ_PERMISSIONS:
                     notes.append(_note(path, name, _ADVICE.get(name)))
-        elif key not in HONOURED:
+        elif key not in HONOURED and not _already_so(key, value):
             notes.append(_note(path, key, _ADVICE.get(key)))
     return notes
+
+
+def _already_so(key: str, value: object) -> bool:
+    """Whether ``key`` = ``value`` asks for what this agent does anyway (:data:`_ALREADY_SO`)."""
+    if key == "attribution" and isinstance(value, dict):
+        return all(text == "" for text in cast(dict[str, Any], value).values())
+    return key in _ALREADY_SO and value is _ALREADY_SO[key]
 
 
 def default_mode(
@@ -232,6 +279,9 @@ def restrictions(files: list[tuple[Path, dict[str, Any]]]) -> dict[str, str]:
         for key in RESTRICTIONS:
             if key not in found and _switch(key, cast(dict[str, Any], table).get(key)):
                 found[key] = str(path)
+        deny = "denyInsteadOfPrompting"
+        if deny not in found and cast(dict[str, Any], table).get("defaultMode") == DONT_ASK:
+            found[deny] = f"{path} (permissions.defaultMode: dontAsk)"
     return found
 
 

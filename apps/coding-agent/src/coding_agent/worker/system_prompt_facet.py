@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from chord import Context, Facet, FacetEnvironment, define_facet
-from coding_agent.context.context_files import touched_folders
+from coding_agent.context.context_files import touched_paths
 from coding_agent.context.system_prompt import SECTION_ORDER, build_sections, prompt_sections
 from pico3 import MODEL_CALL_KIND, Harness, HarnessService
 
@@ -41,7 +41,7 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
     harness_box: list[Harness] = []
 
     async def touched(conversation_id: int, ctx: Context) -> set[str]:
-        """The sub-folders the conversation's tool calls read, edited or listed: its entries
+        """The files and folders the conversation's tool calls read, edited or listed: its entries
         newer than the last look, paged newest first in growing pages (a turn adds a few
         entries: a first page of 200 decoded ~200 entries a turn to find them; all of them
         once per worker start)."""
@@ -60,7 +60,7 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
                 if isinstance(entry.model, list):
                     messages.extend(entry.model)
             if messages:  # one call a page: it resolves the project folder once per call
-                folders |= touched_folders(messages, folder)
+                folders |= touched_paths(messages, folder)
             if len(fresh) < len(page) or len(page) < limit:
                 break
             before = page[-1].id
