@@ -424,7 +424,8 @@ def _add_server_client_flags(parser: argparse.ArgumentParser, *, suppress: bool)
     parser.add_argument(
         "--token-file",
         metavar="FILE",
-        help="a server's bearer token (default: $CODING_AGENT_TOKEN)",
+        help="a file with a server's bearer token, alone or as one NAME TOKEN line "
+        "(default: $CODING_AGENT_TOKEN)",
         **default,
     )
     parser.add_argument(
