@@ -773,7 +773,10 @@ def _print_config(cwd: Path) -> int:
     show(
         "permissions.additional_directories",
         list(working.added),
-        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)",
+        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)"
+        if working.added
+        else "default (--add-dir, /add-dir, or additional_directories in your config.toml or "
+        "~/.claude/settings.json add folders)",
     )
     show(
         "permissions.block_reads_outside_working_directories",
