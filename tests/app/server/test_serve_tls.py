@@ -111,17 +111,23 @@ async def test_bad_clients_are_refused_before_any_service_and_a_good_one_works_a
     assert b"OK" not in received
     await server.wait_event(lambda e: "TLS handshake failed" in e, "the plain TCP refusal")
 
-    # A client that hangs up right after the TLS handshake, before any preface (the CLI does,
-    # when its token file holds no valid token): the server's refusal then meets a stream that
-    # has ended. Only that connection ends (the unhandled EndOfStream used to stop the server).
+    # A client that hangs up right after the TLS handshake, before any preface: the server's
+    # refusal then meets a stream that has ended. Only that connection ends (the unhandled
+    # EndOfStream used to stop the server).
+    hung_up = await anyio.connect_tcp(
+        address.host, address.port, ssl_context=tls, tls_standard_compatible=False
+    )
+    await hung_up.aclose()
+    await server.wait_event(lambda e: "ended before the preface" in e, "the hung-up client")
+    # A token file that holds no token the client can present is refused before dialling.
     bad_token = tls_files["token"].with_name("bad-token")
-    bad_token.write_text("two words\n")
-    hung_up = await _cli_in_thread(
+    bad_token.write_text("three spaced words\n")
+    refused_file = await _cli_in_thread(
         agent_env, "-p", "hi", "--server", server.tcp, "--tls-ca", str(tls_files["ca"]),
         "--token-file", str(bad_token),
     )  # fmt: skip
-    assert hung_up.returncode == 2 and "one word" in hung_up.stderr, hung_up.stderr
-    await server.wait_event(lambda e: "ended before the preface" in e, "the hung-up client")
+    assert refused_file.returncode == 2, refused_file.stderr
+    assert "neither a token alone nor NAME TOKEN" in refused_file.stderr
 
     assert list_sessions(env=agent_env) == [], "no refused client made a session"
     assert _no_worker(server), "no refused client started a worker"
@@ -204,6 +210,37 @@ async def test_insecure_plain_tcp_on_loopback_still_needs_the_token(
     done = await _cli_in_thread(env, "-p", "hi", "--server", server.tcp, "--insecure")
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Hello from the server.\n"
+
+
+async def test_the_servers_own_token_file_works_for_a_client_and_a_shared_one_is_refused_clearly(
+    servers: Any, agent_env: dict[str, str], project: Path, faux_script: Path, tmp_path: Path
+) -> None:
+    """The README's ``serve --token-file T`` file is ``NAME TOKEN`` lines (with comments): a
+    client given that same file sent its first line whole and failed with "a token is one word
+    of printable characters"; now one named token is presented, and a file of several is
+    refused naming them and the fix."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"# NAME TOKEN\nme  {TOKEN}\n")
+    os.chmod(tokens, 0o600)
+    server = await servers(
+        agent_env,
+        ["--faux-script", str(faux_script), "serve", "--cwd", str(project), "--listen",
+         "tcp://127.0.0.1:0", "--insecure", "--token-file", str(tokens)],
+        lines=2,
+    )  # fmt: skip
+    done = await _cli_in_thread(
+        agent_env, "-p", "hi", "--server", server.tcp, "--insecure", "--token-file", str(tokens)
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello from the server.\n"
+    shared = tmp_path / "team-tokens"
+    shared.write_text(f"me {TOKEN}\nci another-token-0123456789abcdef\n")
+    refused = await _cli_in_thread(
+        agent_env, "-p", "hi", "--server", server.tcp, "--insecure", "--token-file", str(shared)
+    )
+    assert refused.returncode == 2
+    assert "it holds 2 tokens (me, ci)" in refused.stderr
+    assert "$CODING_AGENT_TOKEN" in refused.stderr
 
 
 async def test_the_tui_attaches_to_a_session_on_the_server_over_tls(

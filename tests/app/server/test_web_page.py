@@ -149,6 +149,28 @@ async def test_a_prompt_sent_from_the_page_is_answered_and_the_token_stays_out_o
     assert not any(token in line for line in log), "the token is never logged"
 
 
+async def test_the_live_page_hides_the_login_form_and_a_refused_page_hides_the_session(
+    browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """The stylesheet gives ``#login`` and ``#app`` a grid display, which beat the ``hidden``
+    attribute the page toggles: a live session had the token form drawn above it, and a
+    refused page the empty session below the form."""
+    async with anyio.create_task_group() as group:
+        process, url, _log = await _web(agent_env, project, _script(tmp_path, ANSWERS), group)
+        try:
+            page = await _open(browser, url)
+            assert await page.is_visible("#prompt")
+            assert not await page.is_visible("#login"), "the token form hides once live"
+            other = await browser.new_page()
+            await other.goto(url.split("#")[0] + "#token=not-the-token")
+            await other.wait_for_selector("#login-error >> text=refused the token", timeout=WAIT_MS)
+            assert await other.is_visible("#login")
+            assert not await other.is_visible("#app"), "a refused page shows only the form"
+        finally:
+            await _stop(process)
+        group.cancel_scope.cancel()
+
+
 async def _watch_approvals(socket_path: Path, seen: list[str], changed: anyio.Event) -> None:
     """A second client of the worker (as ``coding-agent attach`` is): records each approval
     dialog it sees open and close, answering nothing."""

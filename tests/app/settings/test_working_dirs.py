@@ -179,3 +179,38 @@ def test_a_trusted_projects_prompt_folder_linking_outside_is_not_an_own_file(
         assert read_outside("read", {"path": str(path)}, dirs, str(home)) is not None, path
     skill = project / ".agents" / "skills" / "lint" / "SKILL.md"
     assert read_outside("read", {"path": str(skill)}, dirs, str(home)) is None
+
+
+def test_config_names_no_file_as_the_source_of_no_working_directory(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """A fresh home: ``coding-agent config`` said the (empty) list came from "your config.toml
+    and ~/.claude/settings.json", files that do not exist; it is the default, with how to add."""
+    import subprocess
+    import sys
+
+    binary = Path(sys.executable).with_name("coding-agent")
+    run_env = {**os.environ, **env}
+
+    def line() -> str:
+        done = subprocess.run(
+            [str(binary), "config"], cwd=project, env=run_env, capture_output=True, text=True,
+            timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return next(
+            " ".join(row.split())
+            for row in done.stdout.splitlines()
+            if row.startswith("permissions.additional_directories")
+        )
+
+    assert line().startswith("permissions.additional_directories = [] # default (--add-dir,")
+    notes = folder(tmp_path / "notes")
+    write(
+        Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml",
+        f'[permissions]\nadditional_directories = ["{notes}"]\n',
+    )
+    assert line() == (
+        f"permissions.additional_directories = ['{notes}'] # your config.toml and "
+        "~/.claude/settings.json (--add-dir and /add-dir add more)"
+    )

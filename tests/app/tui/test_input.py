@@ -280,6 +280,20 @@ async def test_ctrl_c_twice_when_idle_leaves(conversation, docs, monkeypatch) ->
         assert conversation.aborts == 0
 
 
+async def test_the_welcome_names_the_add_dir_folders_beside_the_project(conversation) -> None:
+    """``--add-dir`` folders are read without asking: the first screen says which (it named
+    only the project folder)."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        first_line = app.welcome_text().plain.splitlines()[0]
+        assert " + " not in first_line
+        app.add_dirs = ("/srv/shared-lib", "/opt/docs")
+        await pilot.pause()
+        first_line = app.welcome_text().plain.splitlines()[0]
+        assert first_line.endswith(" + /srv/shared-lib, /opt/docs"), first_line
+
+
 async def test_the_welcome_promises_the_tour_only_when_no_script_plays(conversation, docs) -> None:
     """With ``--faux-script`` the faux model answers from the script: typing starts no tour."""
     app = CodingAgentApp(conversation)

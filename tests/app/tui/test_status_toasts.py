@@ -28,3 +28,19 @@ async def test_the_tui_says_once_that_a_model_switched_to_text_tool_calls(
         "openai/llama3.2 does not take native tool calls: it now calls tools through text "
         "blocks (--tool-calling text skips the first refusal)"
     ]
+
+
+async def test_a_toast_at_80x24_keeps_a_long_path_on_one_line(conversation: Any, docs: Any) -> None:
+    """Textual's toast is at most half the screen: 40 columns at 80x24, where the skills
+    folder ``~/.config/coding-agent/skills/NAME/SKILL.md`` broke into ``…/S`` and ``KILL.md``."""
+    from textual.widgets._toast import Toast  # pyright: ignore[reportPrivateImportUsage]
+
+    path = "~/.config/coding-agent/skills/NAME/SKILL.md"
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await app.wait_rendered()
+        app.notify(f"Put one in {path} and run /skills again")
+        await docs.until(pilot, lambda: bool(app.screen.query(Toast)))
+        await pilot.pause()
+        width = app.screen.query_one(Toast).region.width
+    assert width - 2 > len(path), width  # the padding aside, the path fits on one line

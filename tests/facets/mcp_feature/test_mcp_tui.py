@@ -130,3 +130,24 @@ def test_prompt_arguments_fill_in_order_and_by_name() -> None:
     assert prompt_arguments(["a", "b"], "one two three") == {"a": "one", "b": "two three"}
     assert prompt_arguments(["a", "b"], "b=x 'y z'") == {"b": "x", "a": "y z"}
     assert prompt_arguments(["code"], "") == {}
+
+
+async def test_the_key_line_says_each_key_once_and_offers_no_details_without_servers(
+    tmp_path: Path,
+) -> None:
+    """A new user's ``/mcp``: the line read "↑↓ or 1 select · enter answers · Enter: a
+    server's details · Escape: close" with no server to open."""
+    write_config(tmp_path / "config", {})
+    app = DialogApp()
+    async with (
+        session(tmp_path) as s,
+        app.run_test(size=(80, 24)) as pilot,
+        presentation(s.host, [mcp_tui_facet], app.tui, s.group),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(app.tui.run_command, "/mcp", BACKGROUND)
+        screen = await app.shown_dialog(pilot)
+        assert dialog_title(screen) == "MCP servers"
+        assert screen.keys_line() == "↑↓ or 1 select · enter answers · esc closes"
+        await pilot.press("escape")
+        group.cancel_scope.cancel()

@@ -321,10 +321,15 @@ async def test_slash_agents_lists_subagents_and_shows_a_transcript(
         async with create_facet_host(
             [tui_facet(cast(Any, tui)), agents_tui_facet], service_sources=[source]
         ):
+            # Before any subagent ran, /agents answers what Claude Code's does: the agents
+            # there are, and where to add one (it used to toast a pointer to another command).
             await tui.commands["agents"]("", BACKGROUND)
-            assert tui.toasts == [
-                "No subagent has run in this session yet (/agents definitions: the agents it has)"
-            ]
+            assert tui.toasts == []
+            (title, _choices, body) = tui.shown.pop()
+            assert title == "Agent definitions"
+            assert body.startswith("No subagent has run in this session yet")
+            assert "Loaded (1): general-purpose" in body
+            assert "~/.claude/agents/" in body and ".coding-agent/agents/" in body
             root = await s.harness.root(BACKGROUND)
             handle = await root.send("go", BACKGROUND)
             with anyio.fail_after(30):

@@ -379,7 +379,10 @@ async def _screen(target: McpTarget, ctx: Context) -> CommandOutcome:
                 "MCP servers",
                 [*choices, Choice("\0close", "Close")],
                 body=body,
-                hint="Enter: a server's details · Escape: close",
+                # the key line already says "enter answers": say what Enter opens, and that
+                # Escape closes (it read "… enter answers · Enter: a server's details · Escape:
+                # close", and offered the details with no server to open)
+                hint="enter on a server: its details · esc closes" if listed else "esc closes",
             )
             found = next((s for s in listed if s.get("name") == picked), None)
             if found is None:
@@ -389,7 +392,7 @@ async def _screen(target: McpTarget, ctx: Context) -> CommandOutcome:
                 f"MCP server {name}",
                 [Choice("restart", "Restart"), Choice("back", "Back")],
                 body="\n".join(server_lines(found)),
-                hint="Escape: close",
+                hint="esc closes",
             )
             if action == "restart":
                 return await _restart(target, name, ctx)

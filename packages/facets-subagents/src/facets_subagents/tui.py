@@ -7,7 +7,8 @@ Running subagents already show in the app's tasks panel: their task's ``status``
 it has seen (running or finished), and ``/agents`` offers them, each subagent's own subagents
 indented under it (found in its view when ``/agents`` runs); picking one shows its
 transcript: the prompt, each assistant message, each tool call and its result, read from the
-subagent's view as it is then. A subagent's own view is subscribed to only for that moment: a
+subagent's view as it is then. Before any subagent has run, ``/agents`` shows the definitions (below)
+with where to add one, as Claude Code's ``/agents`` lists the agents. A subagent's own view is subscribed to only for that moment: a
 view is lazy across the wire (docs/wire.md#lazy-state), so ten running subagents do not stream
 their transcripts to a TUI nobody opened them in.
 
@@ -42,7 +43,15 @@ __all__ = [
     "tui_facet",
 ]
 
-NOTHING_RAN = "No subagent has run in this session yet (/agents definitions: the agents it has)"
+NOTHING_RAN = "No subagent has run in this session yet (then /agents opens its transcript)."
+"""The head of what ``/agents`` shows before any subagent ran: the definitions follow, so the
+command answers what someone coming from Claude Code (where ``/agents`` lists the agents)
+asks, rather than pointing at another command."""
+WHERE = (
+    "Add one: a Markdown file with YAML frontmatter in ~/.claude/agents/, "
+    "~/.config/coding-agent/agents/, or a trusted project's .claude/agents/ or "
+    ".coding-agent/agents/ (read when a session starts)"
+)
 
 
 def subagents_in(view: Any) -> list[tuple[int, dict[str, Any]]]:
@@ -255,19 +264,18 @@ def tui_facet(env: FacetEnvironment) -> None:
             path.insert(0, parents[path[0]])
         return path
 
-    async def show_definitions(ctx: Context) -> None:
+    async def show_definitions(ctx: Context, head: str = "", tail: str = "") -> None:
         summary = await definitions.summary(ctx)
+        body = "\n\n".join(part for part in (head, definitions_text(summary), tail) if part)
         modal = await tui.acquire_modal(ctx)
         try:
-            await modal.choose(
-                "Agent definitions", [Choice("close", "Close")], body=definitions_text(summary)
-            )
+            await modal.choose("Agent definitions", [Choice("close", "Close")], body=body)
         finally:
             modal.close()
 
     async def show_transcripts(ctx: Context) -> None:
         if not seen:
-            tui.notify(NOTHING_RAN)
+            await show_definitions(ctx, NOTHING_RAN, WHERE)
             return
         running = {
             status.get("conversation")

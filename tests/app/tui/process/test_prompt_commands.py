@@ -260,3 +260,36 @@ async def test_a_templates_shell_command_is_decided_as_a_bash_call_of_it(
     assert not (session.cwd / "MARKED").exists()
     assert seen["after_mark"] == []
     assert "$ echo hi" in seen["asked"]
+
+
+async def test_skills_without_any_opens_a_dialog_naming_the_folders_whole(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A new user's /skills: where a skill goes, in a dialog as /hooks and /mcp show theirs.
+    It was a toast, whose narrow column broke ``SKILL.md`` across two lines."""
+    for name in ("HOME", "XDG_CONFIG_HOME"):
+        folder = tmp_path / name.lower()
+        folder.mkdir()
+        monkeypatch.setenv(name, str(folder))
+        agent_env[name] = str(folder)
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await pilot.press(*"/skills", "enter")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Skills (0)"), "the dialog")
+        seen["text"] = "\n".join(str(s.render()) for s in app.screen.query(Static))
+        await pilot.press("escape")
+
+    await kit.drive(session, keeper, test)
+    assert (
+        "No skills found. Put one in\n  ~/.config/coding-agent/skills/NAME/SKILL.md\n"
+        in seen["text"]
+    )
+    assert "Also read: ~/.claude/skills, ~/.pi/agent/skills,\n  ~/.agents/skills" in seen["text"]

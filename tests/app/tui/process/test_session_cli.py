@@ -130,6 +130,25 @@ def test_export_without_o_writes_the_page_here_and_prints_where(
     assert json.loads(raw.read_text().splitlines()[0])["type"] == "session"
 
 
+def test_export_without_a_session_exports_the_one_prompted_last_here(
+    made: dict[str, Any], tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``coding-agent export`` alone (pi's and Claude Code's export take the current session)
+    was a usage error, "the following arguments are required: SESSION"; it now exports the
+    session ``--continue`` would open, and in a folder without one names the way out."""
+    session = made["session"]
+    capsys.readouterr()
+    assert main(["export"]) == 0
+    page = made["project"] / f"{session.id}.html"
+    assert capsys.readouterr().out == f"Exported branch 1 of {session.id} as HTML to {page}\n"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["export"]) == 2
+    error = capsys.readouterr().err
+    assert f"no session of {elsewhere} to export: name one (coding-agent export SESSION" in error
+
+
 def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -84,3 +84,37 @@ def test_matches_name_id_prefix_and_prompt_words(session: Session) -> None:
     assert matches(info, session.id[:8])
     assert matches(info, "lexer hang")
     assert not matches(info, "compiler")
+
+
+async def test_sessions_with_no_prompt_and_no_name_are_left_out_until_searched(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each start of the agent makes a session; started and quit, it has nothing to resume.
+    Three such were listed first, above the one with a conversation."""
+    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])
+    named = create_session(project, env=agent_env)
+    set_session_name(named, "kept by its name")
+    empties = [create_session(project, env=agent_env) for _ in range(3)]
+    keeper = kit.supervisor(session, agent_env)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the session's view")
+        await pilot.press(*"/sessions", "enter")
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Sessions of"), "the picker")
+        seen["all"] = kit.options(app)
+        seen["help"] = str(app.screen.query_one("#picker-help").render())
+        await pilot.press(*empties[0].id)
+        await kit.wait_for(pilot, lambda: len(kit.options(app)) == 1, "the search")
+        seen["searched"] = kit.options(app)
+        await pilot.press("escape")
+
+    await kit.drive(session, keeper, test)
+    assert {o.split()[0] for o in seen["all"]} == {session.id, named.id}
+    assert "3 session(s) with no prompt hidden (type an id to find one)" in seen["help"]
+    assert seen["searched"][0].startswith(empties[0].id)

@@ -138,6 +138,35 @@ async def test_rewind_files_only_conversation_only_and_both_with_conflicts(
     assert seen["conflicts"] == ["Conflict: a.txt", "Conflict: b.txt"]
 
 
+async def test_rewind_offers_only_the_conversation_when_no_file_changed(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """It said "The agent changed no files since then." above "Conversation and files" and
+    "Files only": choices that restore nothing."""
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        client = app.client
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        root = client.conversation_id
+        await turn(kit, pilot, "just talk", "Answer one.")
+        await pilot.press(*"/rewind", "enter")
+        await choose(kit, pilot, "Rewind to before which prompt?", 0)
+        await kit.wait_for(pilot, lambda: kit.picker_open(app, "Rewind what?"), "the modes")
+        seen["options"] = kit.options(app)
+        await pilot.press("enter")
+        await kit.wait_for(pilot, lambda: client.conversation_id not in (root, None), "branch")
+        await kit.wait_for(pilot, lambda: kit.idle(app) and user_texts(kit, app) == [], "empty")
+        seen["editor"] = app.editor.text
+
+    await kit.drive(
+        session, keeper(kit, session, agent_env, [{"text": "Answer one."}], tmp_path), test
+    )
+    assert seen["options"] == ["Conversation (no file to restore)"]
+    assert seen["editor"] == "just talk"
+
+
 TREE_STEPS = [{"text": "Answer one."}, {"text": "Answer two."}]
 
 

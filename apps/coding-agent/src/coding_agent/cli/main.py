@@ -424,7 +424,8 @@ def _add_server_client_flags(parser: argparse.ArgumentParser, *, suppress: bool)
     parser.add_argument(
         "--token-file",
         metavar="FILE",
-        help="a server's bearer token (default: $CODING_AGENT_TOKEN)",
+        help="a file with a server's bearer token, alone or as one NAME TOKEN line "
+        "(default: $CODING_AGENT_TOKEN)",
         **default,
     )
     parser.add_argument(
@@ -772,7 +773,10 @@ def _print_config(cwd: Path) -> int:
     show(
         "permissions.additional_directories",
         list(working.added),
-        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)",
+        "your config.toml and ~/.claude/settings.json (--add-dir and /add-dir add more)"
+        if working.added
+        else "default (--add-dir, /add-dir, or additional_directories in your config.toml or "
+        "~/.claude/settings.json add folders)",
     )
     show(
         "permissions.block_reads_outside_working_directories",

@@ -4,7 +4,7 @@
 
     coding-agent sessions [--json] [--all]      this folder's sessions (every folder's: --all),
                                                 most recent activity first
-    coding-agent export SESSION [-o FILE] [--format html|jsonl] [--branch N]
+    coding-agent export [SESSION] [-o FILE] [--format html|jsonl] [--branch N]
 
 ``sessions`` prints one line per session (id, name, last activity, model, size, first prompt),
 and under a session with more than one branch a row per branch (its number, as ``/tree`` and
@@ -45,7 +45,13 @@ def add_session_commands(commands: Any) -> None:
         help="export a session branch as HTML or JSONL",
         description="Write a self-contained HTML page (or the raw entries as JSONL) of a branch.",
     )
-    export.add_argument("session", metavar="SESSION", help="session id or prefix")
+    export.add_argument(
+        "session",
+        metavar="SESSION",
+        nargs="?",
+        help="session id or prefix (default: the session of this folder you prompted last, "
+        "as --continue picks it)",
+    )
     export.add_argument(
         "-o",
         "--output",
@@ -109,7 +115,18 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
     from coding_agent.session_files.export import branch_entries, has_messages, write_export
     from coding_agent.session_files.index import session_name
 
-    session = open_session(args.session)
+    if args.session:
+        session = open_session(args.session)
+    else:  # as --continue: the one prompted last here (pi's and Claude Code's export: the current)
+        from coding_agent.session_files.folders import SessionError, latest_session
+
+        latest = latest_session(cwd)
+        if latest is None:
+            raise SessionError(
+                f"no session of {cwd} to export: name one (coding-agent export SESSION; "
+                "coding-agent sessions --all lists every folder's)"
+            )
+        session = latest
     # --branch N is the number users see (/tree's, 1, 2, 3 in creation order); from here on
     # the branch is its conversation id
     chosen, number, entries = branch_entries(session, number=args.branch)

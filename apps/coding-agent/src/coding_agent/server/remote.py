@@ -185,18 +185,40 @@ def _reason(address: ServerAddress, error: BaseException) -> str:
 def resolve_token(
     token_file: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None
 ) -> str | None:
-    """The token from ``token_file`` (its first line) or ``$CODING_AGENT_TOKEN``, or ``None``."""
+    """The token from ``token_file`` or ``$CODING_AGENT_TOKEN``, or ``None``.
+
+    The file holds the token alone, or is a server's token file with one ``NAME TOKEN`` line
+    (blank lines and ``#`` comments skipped, as the server reads it), so the file that
+    ``serve --token-file`` was given works for its own user's clients too. A file of several
+    named tokens is refused naming them: which one to present is the user's choice."""
     if token_file is not None:
         try:
-            lines = Path(token_file).read_text().splitlines()
+            text = Path(token_file).read_text()
         except OSError as error:
             raise ValueError(
                 f"--token-file {token_file}: cannot read it: {error.strerror}"
             ) from None
-        token = lines[0].strip() if lines else ""
-        if not token:
-            raise ValueError(f"--token-file {token_file}: the first line holds no token")
-        return token
+        lines = [
+            line.split()
+            for line in text.splitlines()
+            if line.strip() and not line.strip().startswith("#")
+        ]
+        if not lines:
+            raise ValueError(f"--token-file {token_file}: it holds no token")
+        if len(lines) > 1:
+            names = ", ".join(words[0] for words in lines)
+            raise ValueError(
+                f"--token-file {token_file}: it holds {len(lines)} tokens ({names}), a server's "
+                "token file; a client presents one: put that token alone in a file for "
+                "--token-file, or in $CODING_AGENT_TOKEN"
+            )
+        words = lines[0]
+        if len(words) > 2:
+            raise ValueError(
+                f"--token-file {token_file}: its line is neither a token alone nor NAME TOKEN "
+                "(a token has no spaces)"
+            )
+        return words[-1]
     value = (os.environ if env is None else env).get(TOKEN_ENV, "").strip()
     return value or None
 

@@ -236,6 +236,9 @@ class CodingAgentApp(App[None]):
         self.faux_script: str | None = None
         """The ``--faux-script`` the session's faux model plays (the welcome then promises
         that script, not the built-in tour)."""
+        self.add_dirs: tuple[str, ...] = ()
+        """The session's ``--add-dir`` folders: the welcome names them beside the project
+        folder, so the folders the file tools read unasked are on the first screen."""
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -493,7 +496,10 @@ class CodingAgentApp(App[None]):
             line.append(f" · {model}")
         if mode:
             line.append(f" · mode {mode}")
-        line.append(f" · {short_cwd(session.cwd)}\n", style="")
+        line.append(f" · {short_cwd(session.cwd)}", style="")
+        if self.add_dirs:
+            line.append(f" + {', '.join(short_cwd(folder) for folder in self.add_dirs)}")
+        line.append("\n")
         help_key = self._hint_key("help")
         line.append(
             "Type a request and press enter. /help lists commands and keys"

@@ -209,6 +209,7 @@ async def run_client(
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     app.faux_script = session.settings.faux_script
+    app.add_dirs = session.settings.add_dirs
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
     problems: list[str] = []

@@ -364,18 +364,28 @@ def refresh(target: PromptsTarget) -> None:
             target.tui.notify(problem, severity="warning")
 
 
+NO_SKILLS = """No skills found. Put one in
+  ~/.config/coding-agent/skills/NAME/SKILL.md
+Also read: ~/.claude/skills, ~/.pi/agent/skills,
+  ~/.agents/skills, and a trusted project's
+  .coding-agent/skills, .claude/skills, .pi/skills
+  and .agents/skills"""
+"""What ``/skills`` shows when there is none: where a skill goes, one folder group a line."""
+
+
 async def list_skills(target: PromptsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/skills``: scan afresh, list the skills with where each comes from; picking one runs
     it."""
     refresh(target)
     skills = target.skills.skills
     if not skills:
-        return (
-            "No skills found. Put one in ~/.config/coding-agent/skills/NAME/SKILL.md "
-            "(also read: ~/.claude/skills, ~/.pi/agent/skills, ~/.agents/skills, and a "
-            "trusted project's .coding-agent/skills, .claude/skills, .pi/skills and "
-            ".agents/skills)"
-        )
+        # a dialog, as /hooks and /mcp show theirs: a toast is narrow and broke the paths
+        modal = await target.tui.acquire_modal(ctx)
+        try:
+            await modal.choose("Skills (0)", [Choice("close", "Close")], body=NO_SKILLS)
+        finally:
+            modal.close()
+        return None
     choices = [
         Choice(
             s.name,

@@ -87,6 +87,9 @@ _MODES = [
     Choice("conversation", "Conversation only (files stay as they are)"),
     Choice("files", "Files only (stay in this conversation)"),
 ]
+_NO_FILES = [Choice("conversation", "Conversation (no file to restore)")]
+"""``Rewind what?`` when the agent changed no file since the prompt: the files choices would
+restore nothing, so only the conversation is offered (Esc still cancels)."""
 _WIDTH = 60
 
 
@@ -424,7 +427,9 @@ async def rewind(target: TreeTarget, args: Arguments, ctx: Context) -> CommandOu
             return None
         prompt = next(p for p in prompts if str(p["id"]) == picked)
         plan = await target.service.rewind_plan(current, prompt["id"], ctx)
-        mode = await modal.choose("Rewind what?", _MODES, body=_plan_text(plan, target.cwd))
+        body = _plan_text(plan, target.cwd)
+        modes = _NO_FILES if body == _plan_text([], None) else _MODES
+        mode = await modal.choose("Rewind what?", modes, body=body)
         if mode is None:
             return None
         overwrite: list[str] = []

@@ -5,6 +5,11 @@ Used by ``/sessions`` and ``/resume`` in the TUI, and by ``coding-agent --resume
 prompt, the model, the size and the number of branches
 (:func:`coding_agent.session_files.index.describe`); in the TUI, a row for each branch of a session
 with several (choosing one switches to that branch); typing filters the sessions (:func:`coding_agent.session_files.index.matches`: name, id prefix, prompt text).
+
+A session with no prompt and no name (the agent was started and quit, or opened by an editor
+or a web page that sent nothing) is left out of the unfiltered list, as Claude Code and pi
+leave theirs: each start of the agent makes one, and a handful of them pushed the sessions
+worth resuming off the first screen. The help line counts them; typing finds them (an id).
 """
 
 from __future__ import annotations
@@ -81,7 +86,7 @@ class SessionPickerScreen(ModalScreen[str | None]):
         border: thick $accent; background: $surface; padding: 1 2;
     }
     SessionPickerScreen .title { text-style: bold; margin-bottom: 1; }
-    SessionPickerScreen OptionList { height: auto; max-height: 20; }
+    SessionPickerScreen OptionList { height: auto; max-height: 40vh; }  /* the help line fits at 80x24 */
     SessionPickerScreen #picker-help { color: $text-muted; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -120,16 +125,25 @@ class SessionPickerScreen(ModalScreen[str | None]):
             help_text = "enter: resume · esc: cancel"
             if self._delete is not None:
                 help_text += " · ctrl+d: delete"
+            empty = sum(1 for s in self.sessions if self._empty(s))
+            if empty:
+                help_text += f"\n{empty} session(s) with no prompt hidden (type an id to find one)"
             yield Static(help_text, id="picker-help", markup=False)
 
     def on_mount(self) -> None:
         self._refill("")
         self.query_one("#filter", Input).focus()
 
+    def _empty(self, info: dict[str, Any]) -> bool:
+        """No prompt, no name, and not the session the TUI is in: nothing to resume."""
+        return not info.get("firstPrompt") and not info.get("name") and info["id"] != self.current
+
     def _refill(self, query: str) -> None:
         listing = self.query_one("#sessions", OptionList)
         listing.clear_options()
-        self.shown = [s for s in self.sessions if matches(s, query)]
+        self.shown = [
+            s for s in self.sessions if matches(s, query) and (query or not self._empty(s))
+        ]
         now = self._now()
         options: list[Option] = []
         for s in self.shown:
