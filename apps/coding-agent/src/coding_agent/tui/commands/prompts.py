@@ -549,10 +549,8 @@ file found (:func:`refresh`)."""
 
 
 def approval_rules_facet(rules: list[Any]) -> Facet:
-    """A facet handing the approval feature's ``approval.rules`` service to ``rules`` (give the
-    same list to :func:`prompt_commands_facet`) once it is active: a template's ``!`cmd``` is
-    then decided as a ``bash`` call of it. Apart from the prompt commands so that they do not
-    wait for the feature."""
+    """A facet handing the approval feature's ``approval.rules`` service to ``rules`` (the list
+    :func:`prompt_commands_facet` gets) once active; apart, so those never wait for it."""
 
     @define_facet("@coding-agent/prompt-command-rules")
     def setup(env: FacetEnvironment) -> None:
