@@ -61,6 +61,37 @@ def test_an_entry_replaced_under_a_moved_folder_is_planted_the_moved_one_is_not(
     assert [os.path.relpath(p, tmp_path) for p in made] == ["sub/.git"]
 
 
+def test_a_placeholder_removed_while_it_is_looked_at_is_not_planted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox's placeholder ``.claude`` (an empty folder) is removed by its watcher as the
+    command ends, possibly between the look's ``isdir`` and its listing: gone is nothing there
+    (it was named "planted" under load, the listing's error read as "unreadable"). A file put
+    in its place still counts."""
+    placeholder = tmp_path / ".claude"
+    real_scandir = os.scandir
+
+    def removed_meanwhile(path: str) -> object:
+        if path == str(placeholder) and placeholder.is_dir():
+            placeholder.rmdir()  # the watcher, just before the listing
+        return real_scandir(path)
+
+    monkeypatch.setattr(sandbox_scan.os, "scandir", removed_meanwhile)
+    placeholder.mkdir()
+    assert planted_entries({}, [str(placeholder)]) == []
+    assert not sandbox_scan.holds_something(str(placeholder))
+
+    def replaced_meanwhile(path: str) -> object:
+        if path == str(placeholder) and placeholder.is_dir():
+            placeholder.rmdir()
+            placeholder.write_text("planted")  # a file now: the next look's business, counted
+        return real_scandir(path)
+
+    monkeypatch.setattr(sandbox_scan.os, "scandir", replaced_meanwhile)
+    placeholder.mkdir()
+    assert sandbox_scan.holds_something(str(placeholder))
+
+
 def found_paths(tree: Path) -> list[str]:
     return find_entries(tree, NAMES)
 

@@ -148,6 +148,10 @@ def holds_something(path: str) -> bool:
     try:
         with os.scandir(path) as listing:
             return next(listing, None) is not None
+    except (FileNotFoundError, NotADirectoryError):
+        # gone meanwhile (a sandbox placeholder its watcher removes as the command ends):
+        # nothing is there, whatever is there now is for the next look
+        return os.path.lexists(path) and not os.path.isdir(path)  # a file put there: counts
     except OSError:
         return True  # there, but unreadable: whatever reads it would say so
 
