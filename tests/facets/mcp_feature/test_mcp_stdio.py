@@ -161,3 +161,22 @@ async def test_restart_on_request(tmp_path: Path) -> None:
         )
         # the new process wrote its line before it answered initialize
         assert len(marker.read_text().splitlines()) == 2
+
+
+async def test_a_call_right_after_a_restart_waits_for_the_new_connection(tmp_path: Path) -> None:
+    """``/mcp restart`` then at once a call: it is answered by the restarted server, not
+    refused with "not ready (ready)" while the old connection is being dropped (the state
+    still said ``ready`` then)."""
+    write_config(tmp_path / "config", {"echo": stdio_server()})
+    script = [
+        faux_response(faux_tool_call("mcp__echo__echo", {"text": "after"}, id="c0")),
+        faux_response("done"),
+    ]
+    async with session(tmp_path, script) as s:
+        await s.server("echo", "ready")
+        await s.mcp.restart("echo", BACKGROUND)
+        (result,) = await s.turn()
+        view = await s.server("echo", "ready")
+    assert result["isError"] is False, result
+    assert result["content"][0]["text"] == "echo: after"
+    assert view["restarts"] == 1

@@ -768,17 +768,29 @@ class ServerRunner:
         server is woken first."""
         self.busy += 1
         try:
-            if self.asleep or self._sleep_now.is_set():
+            if self.asleep or self._sleep_now.is_set() or self._between_connections():
                 await self._awake()
             return await self._send(what, send)
         finally:
             self.busy -= 1
             self.last_used = time.monotonic()
 
+    def _between_connections(self) -> bool:
+        """Whether a restart is under way: asked for (``/mcp`` restart) and not yet begun, or
+        the connection dropped while the state still says ``ready``. A call then waits for the
+        new connection instead of failing with "not ready (ready)"."""
+        return self._restart_now.is_set() or (self._session is None and self._state == "ready")
+
     async def _awake(self) -> None:
-        """Wake a sleeping server and wait until it is ready or failed (bounded)."""
+        """Wake a sleeping server (or wait out a restart under way) until it is ready or
+        failed (bounded)."""
         with anyio.move_on_after(INIT_TIMEOUT):
-            while self.asleep or self._sleep_now.is_set() or self._state == "starting":
+            while (
+                self.asleep
+                or self._sleep_now.is_set()
+                or self._state == "starting"
+                or self._between_connections()
+            ):
                 self.wake()
                 await self.state_changed()
 
