@@ -292,7 +292,8 @@ async def run_client(
                     facets.extend(generation.facets)
                 # Last: a prompt template never takes the name of another command.
                 rules: list[Any] = []  # a template's !`cmd` is decided as a bash call of it
-                facets.append(approval_rules_facet(rules))
+                if any(g.package.name == "facets-approval" for g in generations):
+                    facets.append(approval_rules_facet(rules))  # (the worker has it too)
                 facets.append(prompt_commands_facet(client, session.cwd, rescans, rules))
                 shell = RemoteShellRunner(client)  # !cmd and !!cmd
                 app.shell = shell
