@@ -119,13 +119,15 @@ def test_a_bad_model_or_a_missing_key_fails_with_one_line_and_leaves_no_session(
     [real] = list_sessions(env=env)
     capsys.readouterr()
 
+    config_file = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
     assert main(["-p", "hi", "--model", "nope/x"]) == 1
     assert err_of(capsys) == (
         "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
-        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)\n"
+        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp; "
+        'a provider of your own is [providers.nope] with api = "openai-completions" and a '
+        f"base_url in {config_file})\n"
     )
     assert main(["-p", "hi", "--model", "anthropic/claude-sonnet-4-5"]) == 1
-    config_file = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
     assert err_of(capsys) == (
         "coding-agent: error: anthropic needs an API key: set ANTHROPIC_API_KEY or "
         f"providers.anthropic.api_key in {config_file}\n"
@@ -135,7 +137,9 @@ def test_a_bad_model_or_a_missing_key_fails_with_one_line_and_leaves_no_session(
     assert main(["--model", "nope/x"]) == 1
     assert err_of(capsys) == (
         "coding-agent: error: unknown provider 'nope' in 'nope/x' (known: anthropic, openai, "
-        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)\n"
+        "openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp; "
+        'a provider of your own is [providers.nope] with api = "openai-completions" and a '
+        f"base_url in {config_file})\n"
     )
     assert [s.id for s in list_sessions(env=env)] == [real.id], "no ghost session"
     # A session that stays (continued) keeps its log, and the line names it.

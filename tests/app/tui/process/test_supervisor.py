@@ -62,8 +62,10 @@ async def test_a_worker_that_cannot_start_raises_with_its_message(
         await keeper.ensure_started()
     assert "exit status 4" in str(failed.value)  # the worker's EXIT_MODEL
     assert failed.value.status == 4
-    assert failed.value.reason() == (
+    assert failed.value.reason().startswith(
         "unknown provider 'no-such-provider' in 'no-such-provider/model' "
-        "(known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp)"
+        "(known: anthropic, openai, openai-responses, google, bedrock, vertex, faux, openrouter, groq, deepseek, mistral, ollama, lmstudio, vllm, llamacpp; "
+        "a provider of your own is [providers.no-such-provider] with api = "
+        '"openai-completions" and a base_url in '
     )
     assert keeper.pid is None and not session.worker_running()
