@@ -91,6 +91,29 @@ def test_a_placeholder_removed_while_it_is_looked_at_is_not_planted(
     placeholder.mkdir()
     assert sandbox_scan.holds_something(str(placeholder))
 
+    # removed right after it was seen to exist, before it is seen to be a folder: gone, not
+    # a file (the look decides from one lstat)
+    monkeypatch.setattr(sandbox_scan.os, "scandir", real_scandir)
+    placeholder.unlink()
+    placeholder.mkdir()
+    real_lexists, real_lstat = os.path.lexists, os.lstat
+
+    def exists_then_gone(path: str) -> bool:
+        found = real_lexists(path)
+        if path == str(placeholder) and placeholder.is_dir():
+            placeholder.rmdir()
+        return found
+
+    def lstat_then_gone(path: str) -> os.stat_result:
+        found = real_lstat(path)
+        if path == str(placeholder) and placeholder.is_dir():
+            placeholder.rmdir()
+        return found
+
+    monkeypatch.setattr(sandbox_scan.os.path, "lexists", exists_then_gone)
+    monkeypatch.setattr(sandbox_scan.os, "lstat", lstat_then_gone)
+    assert not sandbox_scan.holds_something(str(placeholder))
+
 
 def found_paths(tree: Path) -> list[str]:
     return find_entries(tree, NAMES)

@@ -28,6 +28,7 @@ names what appeared with something in it.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Collection, Iterable, Mapping
 from typing import NamedTuple
@@ -140,20 +141,28 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
 def holds_something(path: str) -> bool:
     """Whether ``path`` is a file (or a link), or a folder with something in it; one that
     exists but cannot be read counts. An empty folder runs nothing: git passes over an empty
-    ``.git`` (a sandbox placeholder is one), VS Code over an empty ``.vscode``."""
-    if not os.path.lexists(path):
+    ``.git`` (a sandbox placeholder is one), VS Code over an empty ``.vscode``.
+
+    Decided from one ``lstat``, then the listing: a sandbox placeholder its watcher removes as
+    the command ends may go at any moment of the look, and a path gone is nothing there (two
+    separate tests, "exists" then "is a folder", read a folder removed in between as a file)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
         return False
-    if not os.path.isdir(path) or os.path.islink(path):
-        return True
+    except OSError:
+        return True  # there, but unreadable: whatever reads it would say so
+    if not stat.S_ISDIR(mode):
+        return True  # a file or a link
     try:
         with os.scandir(path) as listing:
             return next(listing, None) is not None
-    except (FileNotFoundError, NotADirectoryError):
-        # gone meanwhile (a sandbox placeholder its watcher removes as the command ends):
-        # nothing is there, whatever is there now is for the next look
-        return os.path.lexists(path) and not os.path.isdir(path)  # a file put there: counts
+    except FileNotFoundError:
+        return False  # gone meanwhile; whatever is put there later is the next look's
+    except NotADirectoryError:
+        return True  # a file put in its place
     except OSError:
-        return True  # there, but unreadable: whatever reads it would say so
+        return True
 
 
 def entry_identities(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
