@@ -177,6 +177,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self._armed = False
         self._answered = False
         self._arm_timer: Timer | None = None
+        self._close_expected = False
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -414,9 +415,16 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
     def close_from_outside(self, notice: str = "") -> None:
         """Take the dialog away unanswered (its result is ``None``): the slot's holder gave it
         up, e.g. because another window answered it. ``notice`` is shown as a toast if the
-        dialog was still waiting for this user. Idempotent."""
-        if self._finish(None) and notice:
+        dialog was still waiting for this user, unless the user caused the closing
+        (:meth:`expect_close`). Idempotent."""
+        if self._finish(None) and notice and not self._close_expected:
             self.app.notify(notice, severity="warning")
+
+    def expect_close(self) -> None:
+        """The user stopped what this dialog asks about (an app's interrupt key, e.g. Ctrl+C
+        aborting the turn whose call it is for): when its holder then takes it away, no toast
+        tells them it was "answered elsewhere". Until then it stays open and answerable."""
+        self._close_expected = True
 
     def _finish(self, result: ResultT | None) -> bool:
         """Answer once: ``True`` if this call took the dialog off the screen."""
