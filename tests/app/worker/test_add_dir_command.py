@@ -164,7 +164,7 @@ async def test_add_dir_alone_lists_the_folders_and_where_each_comes_from(
         folder.mkdir()
     config = tmp_path / "cfg" / "coding-agent" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(f'[permissions]\nadditional_directories = ["{theirs}"]\n')
+    config.write_text(f'[permissions]\nadditional_directories = ["{theirs}", "{mine}"]\n')
     claude_settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
     claude_settings.parent.mkdir(parents=True, exist_ok=True)
     claude_settings.write_text(f'{{"permissions": {{"additionalDirectories": ["{claude}"]}}}}')
@@ -177,7 +177,7 @@ async def test_add_dir_alone_lists_the_folders_and_where_each_comes_from(
         *map(str, (mine, theirs, claude)),
     ]
     assert listed[1].endswith("from the project")
-    assert listed[2].endswith("from this session (--add-dir or /add-dir)")
+    assert listed[2].endswith(f"from this session (--add-dir or /add-dir); also {config}")
     assert listed[3].endswith(f"from {config}")
     assert listed[4].endswith(f"from {claude_settings}")
 
@@ -197,7 +197,7 @@ async def test_each_bad_input_is_one_line_and_writes_nothing(
     bad = {
         "../nope": rf"no such folder: \.\./nope \({tmp_path / 'nope'}\)",
         "~/file.txt": rf"~/file\.txt is a file, not a folder \({tmp_path / 'home' / 'file.txt'}\)",
-        ".": rf"{project} is the project {project}: already a working directory",
+        ".": rf"{project} is the project folder: already a working directory",
         "src": rf"{project / 'src'} is inside the project {project}: already a working",
         "--remember ./src": rf"{project / 'src'} is inside the project",
         "--remember": r"give a folder: /add-dir DIR",
@@ -215,3 +215,18 @@ async def test_each_bad_input_is_one_line_and_writes_nothing(
     assert dirs.session_folders() == [str(sibling)]
     assert load_session(session.path).settings.add_dirs == (str(sibling),)
     assert not config.exists()
+
+
+async def test_remember_leaves_a_broken_config_toml_as_it_is(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    config = tmp_path / "cfg" / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[permissions\nallow = [\n")  # a half-saved edit
+    dirs = WorkingDirectories([], [], PermissionFiles(session.cwd, env))
+    async with loopback(dirs, session.cwd, env, session_keeper(session, None)) as service:
+        with pytest.raises(CommandError, match=rf"cannot remember {docs}: {config}: not valid"):
+            await add_dir(service, typed(f"--remember {docs}"), BACKGROUND)
+    assert config.read_text() == "[permissions\nallow = [\n"

@@ -243,8 +243,11 @@ class _Adding:
                 f"/add-dir {os.path.dirname(path)}"
             )
         if path == self._project or path.startswith(self._project.rstrip(os.sep) + os.sep):
-            where = "is the project" if path == self._project else "is inside the project"
-            raise _invalid(f"{path} {where} {self._project}: already a working directory")
+            if path == self._project:
+                raise _invalid(f"{path} is the project folder: already a working directory")
+            raise _invalid(
+                f"{path} is inside the project {self._project}: already a working directory"
+            )
         return path, became
 
     def _held(self, path: str, settings: bool) -> str | None:
@@ -304,7 +307,10 @@ class _Adding:
             rows.append({"folder": folder, "from": "this session (--add-dir or /add-dir)"})
         working = self._dirs.files.working_directories()
         for folder, source in zip(working.added, working.sources, strict=True):
-            if all(row["folder"] != folder for row in rows):
+            same = [row for row in rows if row["folder"] == folder]
+            if same:  # a session's folder you also remembered: both say where it comes from
+                same[0]["from"] += f"; also {source}"
+            else:
                 rows.append({"folder": folder, "from": source})
         return rows
 
