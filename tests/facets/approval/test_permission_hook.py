@@ -495,8 +495,8 @@ async def test_permissions_lists_every_rule_with_its_source_and_removes_one(
         async with anyio.create_task_group() as group:
             group.start_soon(command, "", BACKGROUND)
             listing = await c.tui.next_prompt()
-            assert listing.title == "Permission rules (2): Enter removes the chosen one"
-            assert listing.choices == ["1", "0"]  # deny first, then allow
+            assert listing.title == "Permission rules (2): Enter on a rule removes it"
+            assert listing.choices == ["add", "1", "0"]  # add, then deny first, then allow
             listing.answer("0")
             confirm = await c.tui.next_prompt()
             assert confirm.title == "Remove the allow rule Bash(ls:*)?"
