@@ -609,7 +609,10 @@ async def test_an_allow_rule_for_all_of_bash_needs_a_confirmation_naming_it(
                 assert confirm.body.startswith("Bash(*) allows every bash command without asking")
                 confirm.answer(answer)
             if answer == "keep":
-                assert c.commands.notices[-1] == ("Not added: Bash(*)", "information")
+                assert c.commands.notices[-1] == (
+                    "Not added: Bash(*) (not confirmed)",
+                    "information",
+                )
                 assert source.files == {}
         assert source.files == {"user/config.toml": [("allow", "Bash(*)")]}
         with pytest.raises(RemoteServiceError, match="allows every bash command"):

@@ -197,7 +197,7 @@ async def _add_from_text(target: PermissionsTarget, text: str, ctx: Context) -> 
         finally:
             modal.close()
         if not confirmed:
-            return f"Not added: {found['rule']}"
+            return f"Not added: {found['rule']} (not confirmed)"
         addition["confirmed"] = True
     return await _save(target, addition, ctx)
 
