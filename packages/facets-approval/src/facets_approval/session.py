@@ -4,8 +4,9 @@ session's permission mode.
 Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout.
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
-a future). It registers the namespace ``approval`` with a *rewindable* ``rules`` list (the
-session-scope permission rules, kept in the user's conversation: see :mod:`.permissions`), a
+a future). It registers the namespace ``approval`` with *rewindable* ``rules``, ``askRules`` and
+``denyRules`` lists (the session-scope permission rules, kept in the user's conversation: see
+:mod:`.permissions`), a
 *sticky* ``autoAllow`` list (what "always allow <tool>" stored before permission rules; still
 honoured, see :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole
 session, every conversation and subagent included; see :mod:`.contract`) and a ``before_tool``
@@ -153,7 +154,14 @@ from .contract import (
     stricter,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
-from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
+from .permissions import (
+    SESSION_KEYS,
+    RulesProvider,
+    RuleStore,
+    SessionRules,
+    session_rule_reader,
+    turn_rules,
+)
 from .restrictions import (
     Restrictions,
     deny_instead_reason,
@@ -420,7 +428,7 @@ class ApprovalInstallation:
         ``denyInsteadOfPrompting`` (:mod:`.restrictions`) what would ask is ``block``."""
         ns = self._namespace
 
-        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, SessionRules, list[str]]:
             state = tx.plugins(ns)
             auto = [a for a in state["autoAllow"] if isinstance(a, str)]
             return _stored_mode(state["mode"]), session_rule_reader(ns)(tx, _ctx), auto
@@ -438,7 +446,7 @@ class ApprovalInstallation:
         return verdict
 
     async def _command_verdict(
-        self, command: str, mode: PermissionMode, session: list[str], auto_allow: list[str]
+        self, command: str, mode: PermissionMode, session: SessionRules, auto_allow: list[str]
     ) -> CommandVerdict:
         services: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
         workspace = (services or {}).get("workspace")
@@ -463,7 +471,7 @@ class ApprovalInstallation:
         ``/permissions`` shows included) and the problems found reading them."""
         ns = self._namespace
 
-        def read(tx: Transaction, _ctx: Context) -> tuple[list[str], list[str]]:
+        def read(tx: Transaction, _ctx: Context) -> tuple[SessionRules, list[str]]:
             auto = tx.plugins(ns)["autoAllow"]
             return session_rule_reader(ns)(tx, _ctx), [a for a in auto if isinstance(a, str)]
 
@@ -484,14 +492,14 @@ def install_approval(
     ns = harness.namespace(
         NAMESPACE,
         {
-            "rewindable": {"rules": []},
+            "rewindable": {key: [] for key in SESSION_KEYS.values()},
             "sticky": {"autoAllow": []},
             "session": {"mode": DEFAULT_MODE},
         },
     )
     store = RuleStore(harness, ns)
 
-    def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+    def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], SessionRules]:
         state = tx.plugins(ns)
         auto = [a for a in state["autoAllow"] if isinstance(a, str)]
         return _stored_mode(state["mode"]), auto, session_rule_reader(ns)(tx, ctx)
@@ -554,6 +562,14 @@ def install_approval(
                 session = await owner.commit(session_rule_reader(ns), ctx)
         return mode, session_mode, store.build(session, auto_allow, workspace, granted)[0]
 
+    async def strict(api: Any, ctx: Context) -> SessionRules:
+        """The session's deny and ask rules for a call (its user conversation's)."""
+        top = await harness.conversation(await store.top(api.conversation_id, ctx), ctx)
+        if top is None:  # pragma: no cover - the hosting task's conversation exists
+            raise RuntimeError(f"conversation {api.conversation_id} is not open")
+        found = await top.commit(session_rule_reader(ns), ctx)
+        return {"deny": found["deny"], "ask": found["ask"]}
+
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
@@ -565,9 +581,9 @@ def install_approval(
         key = f"{api.conversation_id}:{api.call_id}"
         read: str | None = None  # the real path a read-only call reads, resolved once
         if rules.is_read_only(tool) and safe:
-            # Runs in every mode unless a deny or ask rule names it; session rules only allow,
-            # so the files' rules decide without reading storage.
-            ruleset = store.build((), (), workspace)[0]
+            # Runs in every mode unless a deny or ask rule names it: the files' and the
+            # session's (/permissions adds those); allow rules are read only when it would ask.
+            ruleset = store.build(await strict(api, ctx), (), workspace)[0]
             read = reads(tool, arguments, ruleset)
             verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
