@@ -56,10 +56,17 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
 
 MATCHED_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart"}
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PermissionRequest",
+        "PreCompact",
+        "SessionStart",
+    }
 )
 """The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
-``PostToolUse``, ``PostToolUseFailure``), the trigger (``PreCompact``: ``manual``/``auto``) or
+``PostToolUse``, ``PostToolUseFailure``, ``PermissionRequest``), the trigger (``PreCompact``: ``manual``/``auto``) or
 the source (``SessionStart``: ``startup``/``resume``). Claude Code's ``Notification``,
 ``SubagentStop`` and ``SessionEnd`` matchers (notification type, agent type, reason) are not
 honoured: such a hook runs for every one, and a problem says so."""
