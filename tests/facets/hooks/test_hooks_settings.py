@@ -87,7 +87,7 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
                 {"matcher": "Bash"},
                 group("Bash", "slow", timeout="ten"),
             ],
-            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "prompt", "prompt": "judge"}]}],
+            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "mcp_tool", "tool": "judge"}]}],
             "Stop": [group(None, "")],
             "BeforeAnything": [group(None, "x")],
         },
@@ -103,8 +103,8 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
         's.json: hooks.PreToolUse[2]: expected {"matcher": ..., "hooks": [...]}; skipped',
         "s.json: hooks.PreToolUse[3].hooks[0]: timeout must be a positive number of seconds, "
         'got "ten"; it runs with the default 60 s',
-        's.json: hooks.PostToolUse[0].hooks[0]: type "prompt" is not supported (only '
-        '"command" and "http"); skipped',
+        's.json: hooks.PostToolUse[0].hooks[0]: type "mcp_tool" is not supported (only '
+        '"command", "http" and "prompt"); skipped',
         's.json: hooks.Stop[0].hooks[0]: "command" must be a non-empty string; skipped',
         "s.json: hooks.BeforeAnything: unknown event (known: PreToolUse, PostToolUse, "
         "UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, "

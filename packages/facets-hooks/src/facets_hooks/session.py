@@ -87,6 +87,7 @@ from pico3 import (
 
 from .contract import HookInfo, HooksListing, HooksSummary
 from .permission import answer_permission
+from .prompt_hooks import ask_model
 from .protocol import (
     WAITING_MESSAGES,
     HookRun,
@@ -198,7 +199,10 @@ class Hooks:
 
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
-        says to the user (a failure, a timeout) is logged."""
+        says to the user (a failure, a timeout) is logged. A prompt hook asks the session's model
+        (:mod:`.prompt_hooks`)."""
+        if hook.kind == "prompt":
+            return await ask_model(self._harness, hook, payload, ctx)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
