@@ -48,8 +48,12 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 * ``"ask"``:
   1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
      crash or a reload?);
-  2. otherwise commit ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``),
-     ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
+  2. otherwise (after ``denyInsteadOfPrompting``, which refuses here) run pico3's
+     ``permission_request`` point (``api.permission_request``: the hooks feature runs Claude
+     Code's ``PermissionRequest`` hooks there); its answer (:func:`hook_decision`: ``allow``
+     runs the call, ``deny`` refuses it with the hook's message) is the decision, stored as a
+     dialog's is; no answer, or one not in its shape, goes on to the dialog. Then commit
+     ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
@@ -104,6 +108,7 @@ facet that hosts it is its only caller. The words of the sandbox mode live in
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,6 +194,8 @@ __all__ = [
     "rule_block_reason",
     "session_facet",
 ]
+
+_log = logging.getLogger("facets_approval")
 
 NAMESPACE = "approval"
 """The namespace string: memo keys, the ``rules`` and ``autoAllow`` slices and the ``mode`` are
@@ -343,7 +350,29 @@ def _block_reason(decision: ApprovalDecision) -> str:
     by = decision.get("by")
     if by in ("tui", "user"):  # a person answered the dialog
         return "the user denied this call"
+    said: Any = decision.get("message")  # a PermissionRequest hook's (hook_decision)
+    if by and isinstance(said, str) and said:
+        return f"denied by {by}: {said}"
     return f"denied by {by}" if by else "denied"
+
+
+def hook_decision(answer: object) -> ApprovalDecision | None:
+    """The decision a ``permission_request`` answer makes (pico3's point of ``pi.tool``, run
+    right before the dialog would open: Claude Code's ``PermissionRequest`` hooks answer there),
+    or ``None`` — the dialog asks — for no answer or one not in the shape ``{"behavior": "allow"
+    | "deny", "by": "<who>", "message"?: "<why>"}`` (never an allow made of a malformed value).
+    A deny keeps its ``message`` beside the decision, for the reason the model reads."""
+    if not isinstance(answer, dict):
+        return None
+    behavior: Any = answer.get("behavior")  # pyright: ignore[reportUnknownMemberType]
+    by: Any = answer.get("by")  # pyright: ignore[reportUnknownMemberType]
+    if behavior not in ("allow", "deny") or not isinstance(by, str) or not by:
+        return None
+    decision: Any = {"decision": behavior, "by": by}
+    message: Any = answer.get("message")  # pyright: ignore[reportUnknownMemberType]
+    if behavior == "deny" and isinstance(message, str) and message:
+        decision["message"] = message
+    return decision
 
 
 def _existing_size(arguments: object, workspace: str | None) -> int | None:
@@ -638,10 +667,12 @@ def install_approval(
             action = "ask"
             reason = f"This asks because {verdict.why}."
         done: dict[str, Any] | None = None  # what letting the call through returns
+        personal: str | None = None  # why only a person may allow it (no rule, no hook)
         if mode == "sandbox" and tool in rules.sandboxed and isinstance(arguments, dict):
             outside = outside_sandbox(arguments)  # pyright: ignore[reportUnknownArgumentType]
             if outside is not None:  # after the rules: no allow rule covers it
                 action, reason = "ask", " ".join(filter(None, (reason, outside)))
+                personal = outside
             else:  # the tool runs it inside: the call says so (pico3 validates it again)
                 inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
                 done = {"call": {**call, "arguments": inside}}
@@ -655,6 +686,7 @@ def install_approval(
             confined = confinement(arguments, workspace, guarded, real=real, added=added)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
+                personal = confined
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
             forget = checked(key, real)
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
@@ -672,31 +704,48 @@ def install_approval(
                     "This asks", "It would ask", 1
                 )
                 return {"block": deny_instead_reason(tool, why, restricted.deny_asks)}
-            await api.waiting(ctx)
-            request: ApprovalRequest = {
-                "conversationId": api.conversation_id,
-                "callId": api.call_id,
-                "taskId": api.task_id,
-                "name": tool,
-                "args": arguments,
-            }
-            if reason is not None:
-                request["reason"] = reason
-            else:  # a standing choice: a narrow rule that would allow this very call
-                offer = suggest_rule(
-                    tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+            # Claude Code's PermissionRequest hooks (any feature's permission_request handler)
+            # may answer the dialog about to open; no answer (or a malformed one) asks
+            candidate = hook_decision(await api.permission_request(call, ctx))
+            if candidate is not None and candidate["decision"] == "allow" and personal:
+                _log.warning(
+                    "%s call: %s allowed it, but no rule or hook allows a call that asks in "
+                    "every mode (%s): the dialog asks",
+                    tool,
+                    candidate.get("by"),
+                    personal,
                 )
-            if offer is not None:  # also a read outside's Read(//its/folder), with its reason
-                request["rule"] = offer
-                request["scopes"] = store.scopes()
-            if done is None and tool in rules.sandboxed and sandbox_ready():
-                request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
-            if tool == "write":
-                existing = _existing_size(arguments, workspace)
-                if existing is not None:
-                    request["overwrites"] = existing
-            candidate = check_decision(await ask(request, ctx), request)
+                candidate = None
+            hooked = candidate is not None and candidate.get("by")
+            if candidate is None:
+                await api.waiting(ctx)
+                request: ApprovalRequest = {
+                    "conversationId": api.conversation_id,
+                    "callId": api.call_id,
+                    "taskId": api.task_id,
+                    "name": tool,
+                    "args": arguments,
+                }
+                if reason is not None:
+                    request["reason"] = reason
+                else:  # a standing choice: a narrow rule that would allow this very call
+                    offer = suggest_rule(
+                        tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+                    )
+                if offer is not None:  # also a read outside's Read(//its/folder), with its reason
+                    request["rule"] = offer
+                    request["scopes"] = store.scopes()
+                if done is None and tool in rules.sandboxed and sandbox_ready():
+                    request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
+                if tool == "write":
+                    existing = _existing_size(arguments, workspace)
+                    if existing is not None:
+                        request["overwrites"] = existing
+                candidate = check_decision(await ask(request, ctx), request)
             decision = await api.memo("decision", candidate, ctx)
+            if hooked and decision.get("by") == hooked:  # said on the worker's log
+                verb = "allowed" if decision["decision"] == "allow" else "refused"
+                _log.warning("%s call %s by %s", tool, verb, decision["by"])
         if decision["decision"] == "deny":
             if forget is not None:
                 forget()

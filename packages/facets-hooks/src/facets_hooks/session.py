@@ -3,6 +3,8 @@
 Each event and where it runs (docs/design/harness.md#hook-points):
 
 ===================== ==================================================================
+``PermissionRequest`` ``permission_request`` of ``pi.tool`` (the approval feature runs it right
+                      before it would ask): ``allow``/``deny`` answer the dialog (:mod:`.permission`).
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
                       or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
                       ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
@@ -31,9 +33,10 @@ Each event and where it runs (docs/design/harness.md#hook-points):
                       view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
 ===================== ==================================================================
 
-**Safety.** A hook only ever adds restrictions: the session's approval (modes, rules, guarded
-paths) keeps deciding whether a call may run, and a hook's ``"allow"`` never lets through what
-approval would block or ask about (Claude Code lets an ``allow`` skip the prompt; we do not).
+**Safety.** A ``PreToolUse`` hook only ever adds restrictions: the session's approval (modes,
+rules, guarded paths) keeps deciding, and its ``"allow"`` never skips the dialog. Only a
+``PermissionRequest`` hook answers the dialog, and only once approval would ask (a deny rule,
+plan mode or ``denyInsteadOfPrompting`` decide before it runs; an error in it asks).
 A hook's ``"ask"`` cannot open the approval dialog (the approval feature owns it), so it blocks
 the call with the hook's reason, telling the model the user must confirm: fail closed.
 
@@ -56,7 +59,6 @@ stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -84,12 +86,17 @@ from pico3 import (
 )
 
 from .contract import HookInfo, HooksListing, HooksSummary
+from .permission import answer_permission
+from .prompt_hooks import ask_model
 from .protocol import (
     WAITING_MESSAGES,
     HookRun,
+    add_text,
     assistant_text,
     claude_tool,
     hook_argv,
+    prompt_key,
+    prompt_text,
     run_command,
     tool_names,
     waiting_calls,
@@ -113,28 +120,6 @@ KEEP_NOTIFIED = 500
 
 
 COLLAPSE_KIND = "pi.collapse"
-
-
-def _add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
-    content = message.get("content")
-    if isinstance(content, str):
-        message["content"] = f"{text}\n\n{content}" if before else f"{content}\n\n{text}"
-    elif isinstance(content, list):
-        block = {"type": "text", "text": text}
-        message["content"] = [block, *content] if before else [*content, block]  # pyright: ignore[reportUnknownVariableType]
-
-
-def _prompt_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
-
-
-def _prompt_key(message: dict[str, Any]) -> str:
-    raw = json.dumps([message.get("content"), message.get("timestamp")], sort_keys=True)
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
 class Hooks:
@@ -214,7 +199,10 @@ class Hooks:
 
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
-        says to the user (a failure, a timeout) is logged."""
+        says to the user (a failure, a timeout) is logged. A prompt hook asks the session's model
+        (:mod:`.prompt_hooks`)."""
+        if hook.kind == "prompt":
+            return await ask_model(self._harness, hook, payload, ctx)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -269,6 +257,9 @@ class Hooks:
             if isinstance(verdict, dict) and verdict.get("block"):
                 return {"block": str(verdict["block"])}  # pyright: ignore[reportUnknownArgumentType]
         return None
+
+    async def permission_request(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        return await answer_permission(self, call, ctx)
 
     async def after_tool(
         self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
@@ -335,20 +326,20 @@ class Hooks:
         # the newest message the model reads (system prompt messages are placed after it)
         last = next((m for m in reversed(messages) if m.get("role") != "system"), None)
         prompt = last if isinstance(last, dict) and last.get("role") == "user" else None
-        if prompt is not None and _prompt_text(prompt) != self._continued.get(api.conversation_id):
+        if prompt is not None and prompt_text(prompt) != self._continued.get(api.conversation_id):
             self._continued.pop(api.conversation_id, None)  # a prompt of the user: a new stop
         else:
             prompt = None  # the model's own turn goes on, or a Stop hook's continuation
-        keys = [_prompt_key(message) for message in users]  # before anything is added
+        keys = [prompt_key(message) for message in users]  # before anything is added
         stored: dict[str, Any] = {}
         if prompt_hooks:
             conversation = await self._harness.harness.conversation(api.conversation_id, ctx)
             if conversation is None:  # pragma: no cover - the generation's conversation exists
                 return None
             stored = await self._stored_prompts(conversation, ctx)
-            if prompt is not None and _prompt_key(prompt) not in stored:
-                key = _prompt_key(prompt)
-                verdict = await self._prompt_verdict(prompt_hooks, _prompt_text(prompt), ctx)
+            if prompt is not None and prompt_key(prompt) not in stored:
+                key = prompt_key(prompt)
+                verdict = await self._prompt_verdict(prompt_hooks, prompt_text(prompt), ctx)
                 stored[key] = verdict
                 ns = self._ns
 
@@ -369,11 +360,9 @@ class Hooks:
                     "Do nothing; say only that the prompt was blocked by a hook.)"
                 )
             elif verdict.get("context"):
-                _add_text(
-                    message, f"UserPromptSubmit hook additional context: {verdict['context']}"
-                )
+                add_text(message, f"UserPromptSubmit hook additional context: {verdict['context']}")
         if self.session_context:
-            _add_text(users[0], self.session_context, before=True)
+            add_text(users[0], self.session_context, before=True)
         return {"messages": messages}
 
     async def _prompt_verdict(
@@ -514,7 +503,11 @@ class Hooks:
                 h.hooks(
                     ns,
                     TOOL_KIND,
-                    {"before_tool": self.before_tool, "after_tool": self.after_tool},
+                    {
+                        "before_tool": self.before_tool,
+                        "after_tool": self.after_tool,
+                        "permission_request": self.permission_request,
+                    },
                 )
             )
             undo.append(
