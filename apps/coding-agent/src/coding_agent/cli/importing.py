@@ -47,11 +47,13 @@ def add_import_command(commands: Any) -> None:
     )
 
 
-def run_import_command(args: argparse.Namespace, cwd: Path, stream: TextIO | None = None) -> int:
-    """Run ``import``; returns the exit status (2 for a file that cannot be imported)."""
+def run_import_command(
+    args: argparse.Namespace, cwd: Path, resume: str, stream: TextIO | None = None
+) -> int:
+    """Run ``import``; returns the exit status (2 for a file that cannot be imported).
+    ``resume`` is how the user starts the agent (``coding-agent``, ``uv run coding-agent``)."""
     out: TextIO = stream if stream is not None else sys.stdout
     # lazy: start-up time (every command line builds this parser; these load only for import)
-    from coding_agent.cli.main import resume_prefix
     from coding_agent.importing.common import ImportProblem
     from coding_agent.importing.store import (
         import_file,
@@ -115,5 +117,5 @@ def run_import_command(args: argparse.Namespace, cwd: Path, stream: TextIO | Non
     if earlier:
         ids = ", ".join(s.id for s in earlier)
         out.write(f"  this file was imported before, unchanged, as {ids}\n")
-    out.write(f"Continue it with: {resume_prefix()} --resume {session.id}\n")
+    out.write(f"Continue it with: {resume} --resume {session.id}\n")
     return 0

@@ -1160,7 +1160,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.cli.importing import run_import_command
 
-            return run_import_command(args, cwd)
+            return run_import_command(args, cwd, resume_prefix())
         from coding_agent.session_files.folders import remove_session
         from coding_agent.settings.config import load_config
         from coding_agent.settings.trust import TrustStore

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from coding_agent.importing.common import (
     OUR_TOOLS,
@@ -48,6 +48,7 @@ from coding_agent.importing.common import (
     SourceLines,
     assistant_message,
     finish_messages,
+    first_line,
     late_user_text,
     millis,
     text_of,
@@ -131,6 +132,14 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
                 messages.append(message)
     for message in messages:
         message.pop("_id", None)
+    session.first_prompt = first_line(
+        text_of(r["message"].get("content"))
+        for r in main
+        if r.get("type") == "user"
+        and isinstance(r.get("message"), dict)
+        and not r.get("isMeta")
+        and not r.get("isCompactSummary")
+    )
     session.messages, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
@@ -243,7 +252,8 @@ def _assistant(record: dict[str, Any], names: dict[str, str]) -> dict[str, Any] 
         elif kind == "tool_use":
             name = str(block.get("name", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
             call_id = str(block.get("id", ""))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-            given = block.get("input") if isinstance(block.get("input"), dict) else {}  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            raw = block.get("input")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            given = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
             names[call_id] = name
             ours = _ours(name)
             if ours is None:

@@ -36,6 +36,8 @@ __all__ = [
     "SourceLines",
     "assistant_message",
     "finish_messages",
+    "first_line",
+    "late_user_text",
     "millis",
     "read_lines",
     "text_of",
@@ -81,15 +83,9 @@ class ImportedSession:
     notes: list[str] = field(default_factory=list[str])
     """What was left out, in words (shown after the import)."""
 
-    @property
-    def first_prompt(self) -> str:
-        """The first line of the first user message (``""`` when there is none)."""
-        for message in self.messages:
-            if message.get("role") == "user":
-                text = text_of(message.get("content")).strip()
-                if text:
-                    return text.splitlines()[0]
-        return ""
+    first_prompt: str = ""
+    """The first line the user typed in the session (before any compaction, on any branch),
+    what ``import --list`` shows."""
 
 
 def read_lines(path: Path) -> SourceLines:
@@ -152,6 +148,15 @@ def text_of(content: Any) -> str:
             and isinstance(block.get("text"), str)  # pyright: ignore[reportUnknownMemberType]
         ]
         return "\n".join(parts)  # pyright: ignore[reportUnknownArgumentType]
+    return ""
+
+
+def first_line(texts: Iterable[str]) -> str:
+    """The first line of the first of ``texts`` the user typed (not a command's ``<tag>``)."""
+    for text in texts:
+        stripped = text.strip()
+        if stripped and not stripped.startswith("<"):
+            return stripped.splitlines()[0]
     return ""
 
 

@@ -43,6 +43,7 @@ from coding_agent.importing.common import (
     SourceLines,
     assistant_message,
     finish_messages,
+    first_line,
     late_user_text,
     millis,
     text_of,
@@ -113,6 +114,13 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
     else:
         for entry in path_entries:
             messages.extend(_messages(entry, session))
+    session.first_prompt = first_line(
+        text_of(e["message"].get("content"))
+        for e in entries
+        if e["type"] == "message"
+        and isinstance(e.get("message"), dict)
+        and e["message"].get("role") == "user"
+    )
     session.messages, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
