@@ -13,6 +13,8 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   ``name``, ``input``) and ``tool_result`` (``tool_use_id``, ``content``, ``is_error``) blocks.
   One API answer is often written as several ``assistant`` lines, a block each, sharing
   ``message.id``: they are one message again here.
+* An ``assistant`` line with ``isApiErrorMessage: true`` is Claude Code's note of a failed
+  request (``API Error: 529 …``), not an answer: skipped.
 * ``isSidechain: true`` lines belong to a subagent (the Task tool's conversation), not to the
   user's: skipped. ``isMeta: true`` user lines are notes Claude Code adds (a caveat before a
   local command's output): skipped too.
@@ -111,7 +113,7 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     for record in chain:
         if record.get("type") == "user" and not record.get("isMeta"):
             messages.extend(_user(record, names))
-        elif record.get("type") == "assistant":
+        elif record.get("type") == "assistant" and not record.get("isApiErrorMessage"):
             message = _assistant(record, names)
             if message is None:
                 continue
