@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from coding_agent.importing.common import ImportProblem
 from coding_agent.importing.store import read_session_file
 from coding_agent.worker.providers.anthropic import AnthropicProvider, build_params
 from pico3.models import Request, UserMessage, messages_from_json
@@ -84,3 +87,11 @@ def test_pi_version_1_is_one_line_and_failed_answers_are_left_out(tmp_path: Path
         ("user", "from a hook"),
     ]
     assert "an answer that failed before it said anything was left out" in session.notes
+
+
+def test_a_claude_code_file_of_titles_only_has_no_conversation(tmp_path: Path) -> None:
+    source = write(tmp_path / "titles.jsonl", [
+        {"type": "summary", "summary": "Fix the flaky test", "leafUuid": "c-0013"},
+    ])  # fmt: skip
+    with pytest.raises(ImportProblem, match="the session has no conversation to import"):
+        read_session_file(source)

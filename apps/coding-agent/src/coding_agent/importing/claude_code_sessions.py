@@ -69,9 +69,11 @@ _CONVERSATION = ("user", "assistant", "system")
 
 
 def looks_like_claude_code(lines: SourceLines) -> bool:
-    """Whether the file's lines are Claude Code's (a conversation line with ``sessionId``)."""
+    """Whether the file's lines are Claude Code's: a conversation line with ``sessionId``, or
+    (a file with no conversation) a ``summary`` line naming its ``leafUuid``."""
     return any(
-        record.get("type") in ("user", "assistant") and "sessionId" in record
+        (record.get("type") in ("user", "assistant") and "sessionId" in record)
+        or (record.get("type") == "summary" and "leafUuid" in record)
         for record in lines.records[:200]
     )
 

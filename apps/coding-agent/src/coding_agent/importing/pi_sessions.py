@@ -28,7 +28,7 @@ pi keeps a session as ``~/.pi/agent/sessions/--<cwd, / as ->--/<time>_<id>.jsonl
 
 An assistant message that ended in ``error`` or ``aborted`` with nothing in it is left out (the
 model never said it). pi's tools have our names and arguments, so a call of ``bash``,
-``read``, … stays a tool call; a result's ``details`` (an edit's diff) is kept for display.
+``read``, … stays a tool call; a result's ``details`` (pi's own display data) are not kept.
 """
 
 from __future__ import annotations
