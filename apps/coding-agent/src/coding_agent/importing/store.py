@@ -18,7 +18,6 @@ left out).
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,11 +39,13 @@ from coding_agent.session_files.folders import (
 )
 from coding_agent.session_files.private import PRIVATE_FILE
 from coding_agent.settings.xdg import claude_home, pi_home
+from pico3 import write_atomic
 
 __all__ = [
     "IMPORT_RECORD",
     "Importable",
     "import_file",
+    "import_session",
     "importable_sessions",
     "previous_imports",
     "read_session_file",
@@ -110,6 +111,15 @@ def previous_imports(source: Path, env: Mapping[str, str] | None = None) -> list
 def import_file(
     imported: ImportedSession, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
 ) -> Session:
+    """:func:`import_session` for a caller outside an event loop (the command line)."""
+    import anyio
+
+    return anyio.run(lambda: import_session(imported, cwd=cwd, env=env))
+
+
+async def import_session(
+    imported: ImportedSession, *, cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> Session:
     """A new session of ours in ``cwd`` (default: the conversation's own folder) holding
     ``imported``'s conversation. Raises :class:`ImportProblem` when the folder is missing."""
     folder = cwd if cwd is not None else imported.cwd
@@ -123,16 +133,9 @@ def import_file(
     data: list[dict[str, Any] | None] = [None] * len(imported.messages)
     data[0] = {"imported": {"tool": imported.tool, "sourceId": imported.source_id}}
     try:
-        import anyio
-
-        anyio.run(_write, session.storage_dir, imported.messages, data)
-        fd = os.open(
-            session.path / IMPORT_RECORD, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE
-        )
-        with open(fd, "w") as file:
-            json.dump(record, file)
-            file.flush()
-            os.fsync(file.fileno())
+        await _write(session.storage_dir, imported.messages, data)
+        encoded = json.dumps(record, ensure_ascii=False).encode() + b"\n"
+        write_atomic(session.path / IMPORT_RECORD, encoded, mode=PRIVATE_FILE, fsync=True)
         record_activity(session, branch=1)  # --continue picks the session just imported
     except BaseException:
         from coding_agent.session_files.folders import remove_session
