@@ -59,13 +59,19 @@ def echoed(project: Path, env: dict[str, str], tmp_path: Path, *how: str) -> lis
     return done.stdout.strip().splitlines()
 
 
-def imported(project: Path, env: dict[str, str], *args: str) -> str:
-    """Import; returns the new session's id, checked against the printed resume command."""
+def importing(project: Path, env: dict[str, str], *args: str) -> tuple[str, str]:
+    """Import; returns the new session's id (checked against the printed resume command)
+    and what the command printed."""
     done = run(["import", *args], project, env)
     assert done.returncode == 0, done.stderr
     session_id = done.stdout.split(" into session ", 1)[1].split()[0]
     assert f"coding-agent --resume {session_id}\n" in done.stdout
-    return session_id
+    return session_id, done.stdout
+
+
+def imported(project: Path, env: dict[str, str], *args: str) -> str:
+    """Import; returns the new session's id."""
+    return importing(project, env, *args)[0]
 
 
 def test_a_claude_code_session_continues_with_its_history(
@@ -125,9 +131,10 @@ def test_imported_thinking_is_never_resent_as_signed(project: Path, env: dict[st
 def test_a_claude_code_compaction_imports_the_summary_and_what_followed(
     project: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
-    session_id = imported(
+    session_id, said = importing(
         project, env, str(FIXTURES / "claude_compacted.jsonl"), "--cwd", str(project)
     )
+    assert "  Claude Code compacted this session: the summary stands for what came before" in said
     seen = echoed(project, env, tmp_path, "--resume", session_id)
     assert seen[0].startswith("user: This session is being continued from a previous")
     assert seen[1:] == [
@@ -165,7 +172,10 @@ def test_a_pi_session_imports_the_branch_it_was_on(
 def test_a_pi_compaction_keeps_the_summary_and_the_kept_messages(
     project: Path, env: dict[str, str], tmp_path: Path
 ) -> None:
-    session_id = imported(project, env, str(FIXTURES / "pi_compacted.jsonl"), "--cwd", str(project))
+    session_id, said = importing(
+        project, env, str(FIXTURES / "pi_compacted.jsonl"), "--cwd", str(project)
+    )
+    assert "  2 message(s) before pi's compaction are imported as its summary" in said
     assert echoed(project, env, tmp_path, "--resume", session_id) == [
         "user: The conversation before this point was compacted into this summary: "
         "<summary> The cart module was split into three functions. </summary>",
@@ -204,6 +214,21 @@ def test_a_cut_off_last_line_is_skipped_and_counted(
         "user: Now run pyright.",
         "user: what next?",
     ]
+
+
+def test_import_takes_one_of_path_list_latest(project: Path, env: dict[str, str]) -> None:
+    for args in ([], ["--list", "--latest"]):
+        done = run(["import", *args], project, env)
+        assert done.returncode == 2
+        assert done.stderr == (
+            "coding-agent: error: import takes one of PATH, --list or --latest "
+            "(coding-agent import --list shows what can be imported here)\n"
+        )
+    empty = run(["import", "--list"], project, env)
+    assert empty.stdout == f"No pi or Claude Code sessions of {project}\n"
+    latest = run(["import", "--latest"], project, env)
+    assert latest.returncode == 2
+    assert "no pi or Claude Code session of" in latest.stderr
 
 
 @pytest.mark.parametrize(

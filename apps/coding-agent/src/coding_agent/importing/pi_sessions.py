@@ -98,18 +98,19 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
         at = path_entries.index(compaction)
         messages.append(_summary(str(compaction.get("summary", "")), compaction, "compaction"))
         keep = False
+        summarized = 0
         for entry in path_entries[:at]:
             keep = keep or entry.get("id") == compaction.get("firstKeptEntryId")
             if keep:
                 messages.extend(_messages(entry, session))
+            elif entry["type"] == "message":
+                summarized += 1
         for entry in path_entries[at + 1 :]:
             messages.extend(_messages(entry, session))
-        left = sum(1 for e in path_entries[:at] if e["type"] == "message") - sum(
-            1 for m in messages if m.get("role") in ("user", "assistant")
-        )
-        if left > 0:
+        if summarized:
             session.notes.append(
-                "the messages before pi's compaction are imported as its summary, as pi sent them"
+                f"{summarized} message(s) before pi's compaction are imported as its summary, "
+                "as pi sent them"
             )
     else:
         for entry in path_entries:
