@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from coding_agent.session_files.folders import list_sessions
+from coding_agent.session_files.index import session_name
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "session_imports"
@@ -85,6 +86,7 @@ def test_a_claude_code_session_continues_with_its_history(
     assert "2 line(s) of subagents' conversations were left out" in done.stdout
     (session,) = list_sessions(project, env=env)
     assert session.cwd == project
+    assert session_name(session) == "Fix the flaky checkout test"  # its summary line
     assert source.read_bytes() == before  # the source is only read
     seen = echoed(project, env, tmp_path, "--continue")
     path = f"{RECORDED_CWD}/tests/test_checkout.py"
@@ -150,6 +152,8 @@ def test_a_pi_session_imports_the_branch_it_was_on(
     session_id = imported(
         project, env, str(FIXTURES / "pi_tools_branch.jsonl"), "--cwd", str(project)
     )
+    (session,) = list_sessions(project, env=env)
+    assert session_name(session) == "CI matrix"  # pi's /name
     assert echoed(project, env, tmp_path, "--resume", session_id) == [
         "user: Which Python does the shop run on?",
         "thinking: Check pyproject.",

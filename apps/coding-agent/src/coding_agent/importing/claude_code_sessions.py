@@ -24,8 +24,10 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   the summary the model read from then on. Following ``parentUuid`` from the last line stops
   there, so the import holds the summary and what came after, as Claude Code's ``--resume``
   does.
-* ``summary`` lines (``summary``, ``leafUuid``: a title), ``file-history-snapshot``,
-  ``queue-operation`` and other types are not part of the conversation.
+* ``summary`` lines (``summary``, ``leafUuid``) are titles: the last one whose ``leafUuid`` is
+  a line of this file (Claude Code also copies other sessions' titles in) names the new
+  session. ``file-history-snapshot``, ``queue-operation`` and other types are not part of the
+  conversation.
 
 The branch imported is the one ending in the last conversation line of the file (``/rewind``
 and edits of an earlier prompt make a new child of an earlier line). Claude Code's tools are
@@ -136,6 +138,15 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
                 messages.append(message)
     for message in messages:
         message.pop("_id", None)
+    uuids = {r["uuid"] for r in main}
+    titles = [
+        r["summary"]
+        for r in lines.records
+        if r.get("type") == "summary"
+        and r.get("leafUuid") in uuids
+        and isinstance(r.get("summary"), str)
+    ]
+    session.name = titles[-1] if titles else ""
     session.first_prompt = first_line(
         text_of(r["message"].get("content"))
         for r in main

@@ -83,6 +83,8 @@ class ImportedSession:
     notes: list[str] = field(default_factory=list[str])
     """What was left out, in words (shown after the import)."""
 
+    name: str = ""
+    """The session's name or title there (pi's ``/name``, Claude Code's summary line), if any."""
     first_prompt: str = ""
     """The first line the user typed in the session (before any compaction, on any branch),
     what ``import --list`` shows."""

@@ -23,8 +23,9 @@ pi keeps a session as ``~/.pi/agent/sessions/--<cwd, / as ->--/<time>_<id>.jsonl
   summary, then the entries from ``firstKeptEntryId`` to the compaction, then those after it;
   the import keeps the same. ``branch_summary`` (``summary``) and ``custom_message``
   (``content``) entries are read as user messages, as pi sends them.
-* ``model_change``, ``thinking_level_change``, ``label``, ``session_info`` and ``custom``
-  entries are not part of the conversation and are not imported.
+* ``model_change``, ``thinking_level_change``, ``label`` and ``custom`` entries are not part
+  of the conversation and are not imported; the last ``session_info`` entry's ``name``
+  (``/name``) names the new session.
 
 An assistant message that ended in ``error`` or ``aborted`` with nothing in it is left out (the
 model never said it). pi's tools have our names and arguments, so a call of ``bash``,
@@ -115,6 +116,8 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
     else:
         for entry in path_entries:
             messages.extend(_messages(entry, session))
+    named = [e.get("name") for e in entries if e["type"] == "session_info"]
+    session.name = named[-1] if named and isinstance(named[-1], str) else ""
     session.first_prompt = first_line(
         text_of(e["message"].get("content"))
         for e in entries

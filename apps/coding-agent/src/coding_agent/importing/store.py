@@ -37,6 +37,7 @@ from coding_agent.session_files.folders import (
     list_sessions,
     record_activity,
 )
+from coding_agent.session_files.index import NAME_LIMIT, set_session_name
 from coding_agent.session_files.private import PRIVATE_FILE
 from coding_agent.settings.xdg import claude_home, pi_home
 from pico3 import write_atomic
@@ -137,6 +138,8 @@ async def import_session(
         encoded = json.dumps(record, ensure_ascii=False).encode() + b"\n"
         write_atomic(session.path / IMPORT_RECORD, encoded, mode=PRIVATE_FILE, fsync=True)
         record_activity(session, branch=1)  # --continue picks the session just imported
+        if imported.name:
+            set_session_name(session, imported.name[:NAME_LIMIT])
     except BaseException:
         from coding_agent.session_files.folders import remove_session
 
