@@ -84,6 +84,10 @@ def test_a_claude_code_session_continues_with_its_history(
     assert done.returncode == 0, done.stderr
     assert "Imported 6 messages of Claude Code session 7c1f4d2e-" in done.stdout
     assert "2 line(s) of subagents' conversations were left out" in done.stdout
+    assert (
+        "  it ran on anthropic/claude-opus-4-1 there; here it continues on the model you start "
+        "it with (--model provider/id)\n"
+    ) in done.stdout
     (session,) = list_sessions(project, env=env)
     assert session.cwd == project
     assert session_name(session) == "Fix the flaky checkout test"  # its summary line

@@ -114,6 +114,11 @@ def run_import_command(
         out.write(f"  skipped {imported.skipped_lines} line(s) that are not whole JSON{why}\n")
     for note in imported.notes:
         out.write(f"  {note}\n")
+    if imported.model:
+        out.write(
+            f"  it ran on {imported.model} there; here it continues on the model you start it "
+            "with (--model provider/id)\n"
+        )
     if earlier:
         ids = ", ".join(s.id for s in earlier)
         out.write(f"  this file was imported before, unchanged, as {ids}\n")

@@ -89,6 +89,15 @@ class ImportedSession:
     """The first line the user typed in the session (before any compaction, on any branch),
     what ``import --list`` shows."""
 
+    @property
+    def model(self) -> str:
+        """``provider/model`` of the last imported answer (``""`` when none says)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant" and message.get("model"):
+                provider = message.get("provider") or ""
+                return f"{provider}/{message['model']}" if provider else str(message["model"])
+        return ""
+
 
 def read_lines(path: Path) -> SourceLines:
     """The JSON objects of ``path``; a line that is not a JSON object is skipped and counted.
