@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from coding_agent.importing.common import ImportProblem
-from coding_agent.importing.store import read_session_file
+from coding_agent.importing.store import import_file, read_session_file
 from coding_agent.worker.providers.anthropic import AnthropicProvider, build_params
 from pico3.models import Request, UserMessage, messages_from_json
 
@@ -95,3 +95,19 @@ def test_a_claude_code_file_of_titles_only_has_no_conversation(tmp_path: Path) -
     ])  # fmt: skip
     with pytest.raises(ImportProblem, match="the session has no conversation to import"):
         read_session_file(source)
+
+
+def test_a_session_that_records_no_folder_asks_for_one(tmp_path: Path) -> None:
+    source = write(tmp_path / "old.jsonl", [
+        {"type": "session", "id": "old", "timestamp": "2025-06-01T10:00:00Z", "cwd": ""},
+        {"type": "message", "timestamp": "2025-06-01T10:00:01Z",
+         "message": {"role": "user", "content": "hello", "timestamp": 1}},
+    ])  # fmt: skip
+    session = read_session_file(source)
+    assert session.cwd is None
+    with pytest.raises(
+        ImportProblem,
+        match="records no project folder: name the one to continue it in with --cwd FOLDER",
+    ):
+        import_file(session, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("session.json"))

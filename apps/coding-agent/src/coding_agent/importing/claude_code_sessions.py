@@ -97,7 +97,7 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     session = ImportedSession(
         tool=TOOL,
         source=path,
-        cwd=Path(cwd),
+        cwd=Path(cwd) if cwd else None,
         source_id=str(last.get("sessionId") or path.stem),
         messages=[],
         skipped_lines=lines.skipped,

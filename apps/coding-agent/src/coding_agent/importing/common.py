@@ -74,7 +74,8 @@ class ImportedSession:
     tool: str
     """``pi`` or ``claude-code``."""
     source: Path
-    cwd: Path
+    cwd: Path | None
+    """The project folder the file records (``None``: it records none, as pi's oldest files)."""
     source_id: str
     messages: list[dict[str, Any]]
     skipped_lines: int = 0

@@ -82,7 +82,7 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
     session = ImportedSession(
         tool=TOOL,
         source=path,
-        cwd=Path(str(header.get("cwd") or "")),
+        cwd=Path(header["cwd"]) if isinstance(header.get("cwd"), str) and header["cwd"] else None,
         source_id=str(header.get("id")),
         messages=[],
         skipped_lines=lines.skipped,

@@ -124,7 +124,12 @@ async def import_session(
     """A new session of ours in ``cwd`` (default: the conversation's own folder) holding
     ``imported``'s conversation. Raises :class:`ImportProblem` when the folder is missing."""
     folder = cwd if cwd is not None else imported.cwd
-    if not str(folder) or not folder.is_dir():
+    if folder is None:
+        raise ImportProblem(
+            f"{imported.source}: the session records no project folder: name the one to "
+            "continue it in with --cwd FOLDER"
+        )
+    if not folder.is_absolute() or not folder.is_dir():
         raise ImportProblem(
             f"the session's project folder {folder} does not exist here: import it into "
             "another with --cwd FOLDER"
