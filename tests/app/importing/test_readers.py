@@ -30,7 +30,7 @@ def test_anthropic_is_sent_imported_thinking_as_text_and_never_a_signature() -> 
     info = AnthropicProvider(api_key="k").model(model)
     request = Request(model=model, messages=[*messages, UserMessage(content="go on")])
     sent = build_params(request, info)["messages"]
-    answer = sent[1]["content"]
+    answer = next(m for m in sent if m["role"] == "assistant")["content"]
     # signed thinking goes as its text; redacted thinking is not sent at all
     assert answer[0] == {"type": "text", "text": "Look at the test first."}
     assert answer[1]["type"] == "tool_use"
@@ -111,3 +111,65 @@ def test_a_session_that_records_no_folder_asks_for_one(tmp_path: Path) -> None:
     ):
         import_file(session, env={"XDG_STATE_HOME": str(tmp_path / "state")})
     assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("session.json"))
+
+
+def test_claude_code_context_lines_the_user_never_saw_are_kept(tmp_path: Path) -> None:
+    """``isMeta`` lines were in the model's context: a slash command's expanded prompt (after
+    its ``<command-name>`` line) is what the next answer replies to, so it is imported."""
+    base = {"isSidechain": False, "userType": "external", "cwd": str(tmp_path)}
+    base |= {"sessionId": "2ff46cd5-f4e7-4724-bb20-579dae7956ea", "version": "2.1.63"}
+
+    def line(uuid: str, parent: str | None, kind: str, content: Any, **more: Any) -> dict[str, Any]:
+        role = "assistant" if kind == "assistant" else "user"
+        message: dict[str, Any] = {"role": role, "content": content}
+        if kind == "assistant":
+            message |= {"id": f"msg_{uuid}", "model": "claude-opus-4-6", "type": "message"}
+        row = {"parentUuid": parent, **base, "type": kind, "message": message, "uuid": uuid}
+        return row | {"timestamp": "2026-03-01T22:42:10.000Z", **more}
+
+    path = write(
+        tmp_path / "2ff46cd5-f4e7-4724-bb20-579dae7956ea.jsonl",
+        [
+            {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}},
+            line(
+                "u1",
+                None,
+                "user",
+                "<command-name>/init</command-name>\n<command-message>init"
+                "</command-message>\n<command-args></command-args>",
+            ),
+            line(
+                "u2",
+                "u1",
+                "user",
+                [
+                    {
+                        "type": "text",
+                        "text": "Please analyze this codebase and create a CLAUDE.md file",
+                    }
+                ],
+                isMeta=True,
+            ),
+            line(
+                "a1", "u2", "assistant", [{"type": "text", "text": "Now I have a clear picture."}]
+            ),
+        ],
+    )
+    session = read_session_file(path)
+    said = [(m["role"], text_of_message(m)) for m in session.messages]
+    assert said == [
+        (
+            "user",
+            "<command-name>/init</command-name>\n<command-message>init</command-message>\n"
+            "<command-args></command-args>",
+        ),
+        ("user", "Please analyze this codebase and create a CLAUDE.md file"),
+        ("assistant", "Now I have a clear picture."),
+    ]
+
+
+def text_of_message(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(block.get("text", "") for block in content)

@@ -34,7 +34,8 @@ async def test_an_imported_session_shows_its_conversation_and_continues(
 
     steps = [{"text": "unused"}] * 4 + [{"text": "Noted."}]  # four answers were imported
     await kit.drive(session, keeper(kit, session, agent_env, steps, tmp_path), resumed)
-    assert seen["prompts"][0] == "The checkout test is flaky, see the screenshot."
+    assert seen["prompts"][0].startswith("<local-command-caveat>")  # in the model's context
+    assert seen["prompts"][1] == "The checkout test is flaky, see the screenshot."
     assert seen["answers"][-1] == "The test passes now."
     assert "It sleeps; I will track this." in seen["answers"]
     assert seen["results"] == ["read", "edit", "bash"]

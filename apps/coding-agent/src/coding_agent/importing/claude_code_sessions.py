@@ -16,8 +16,11 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
 * An ``assistant`` line with ``isApiErrorMessage: true`` is Claude Code's note of a failed
   request (``API Error: 529 …``), not an answer: skipped.
 * ``isSidechain: true`` lines belong to a subagent (the Task tool's conversation), not to the
-  user's: skipped. ``isMeta: true`` user lines are notes Claude Code adds (a caveat before a
-  local command's output): skipped too.
+  user's: skipped. ``isMeta: true`` user lines are what Claude Code put in the model's context
+  without showing it (a slash command's or skill's expanded prompt after its
+  ``<command-name>`` line, a ``<local-command-caveat>``, a Stop hook's feedback, a loop's
+  ``continue``): kept as user messages, since the answers after them reply to them; only the
+  first prompt ``import --list`` shows passes over them.
 * ``system`` lines are events. One with ``subtype: "compact_boundary"`` starts the
   conversation again after a compaction: its ``parentUuid`` is ``null`` (``logicalParentUuid``
   names the last line before), and the user line after it (``isCompactSummary: true``) holds
@@ -115,7 +118,7 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     messages: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool_use id → Claude Code's tool name
     for record in chain:
-        if record.get("type") == "user" and not record.get("isMeta"):
+        if record.get("type") == "user":
             messages.extend(_user(record, names))
         elif record.get("type") == "assistant" and not record.get("isApiErrorMessage"):
             message = _assistant(record, names)
