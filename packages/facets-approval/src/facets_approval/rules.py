@@ -245,6 +245,18 @@ def _bash_rule(text: str, spec: str) -> Rule:
 
 
 def _glob(pattern: str, whole: str) -> str:
+    """A path ``pattern`` (gitignore's syntax) as the text of a regular expression over a
+    ``/``-separated path: ``**/`` is any number of folders, ``**`` anything, ``*`` anything but
+    ``/``, ``?`` one character but ``/``, ``[abc]`` (``[!abc]``) a class, ``\\x`` the character
+    ``x``. Raises :class:`RuleError` naming ``whole`` (the rule's pattern) for an unclosed ``[``
+    or a lone trailing ``\\``: a deny rule that does not parse is refused, never read as less.
+
+    The memory rules' ``paths`` globs (``coding_agent.context.memory_rules.glob_pattern``) are
+    a twin on purpose: the same ``**``, ``*`` and ``?``, but Claude Code's ``{a,b}`` braces
+    instead of classes and escapes (here a ``{`` is literal, as in gitignore), and no error.
+    A feature package and the app share no module but pico3's and chord's public names, so
+    each keeps its own; ``tests/app/context/test_memory_rules.py`` checks with generated
+    patterns that the two agree wherever both syntaxes do."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
