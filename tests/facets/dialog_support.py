@@ -18,6 +18,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -32,7 +33,7 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Label, OptionList, Static
 
-from chord.context import Context, cancel_scope
+from chord.context import BACKGROUND, Context, cancel_scope
 from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
 from chord.facets.environment import ServiceSpawner
 from chord.remote import LoopbackServiceSource
@@ -40,6 +41,8 @@ from chord.services import Service
 from chord.textual import Choice, ChoiceScreen, TextualTui, tui_facet
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
+from pico3 import HarnessServiceApi
+from pico3.harness import ConversationHandle
 
 
 class DialogApp(App[None]):
@@ -109,6 +112,31 @@ async def presentation(
     source = LoopbackServiceSource(session.services, task_group=group)
     async with create_facet_host([tui_facet(tui), *facets], service_sources=[source]) as host:
         yield host
+
+
+@dataclass
+class FeatureSession:
+    """A session worker composed as the app composes it (each feature's ``session()`` test
+    helper makes one): its harness service, its facet host and the task group its services run
+    in (what :func:`presentation` joins a presentation host to)."""
+
+    worker: HarnessServiceApi
+    host: FacetHost
+    group: TaskGroup
+
+    async def root(self) -> ConversationHandle:
+        """The root conversation."""
+        return await self.worker.harness.root(BACKGROUND)
+
+    async def tool_slot(self, index: int = 0) -> dict[str, Any]:
+        """The ``index``-th tool slot of the root conversation's turn (its memos, its state)."""
+        sticky = await (await self.root()).sticky(BACKGROUND)
+        return sticky["turn"]["tools"][index]
+
+    async def result_entries(self) -> list[Any]:
+        """The tool result entries of the root conversation, oldest first."""
+        entries = await (await self.root()).entries(BACKGROUND, limit=100)
+        return [e for e in reversed(entries) if e.kind == "pi.tool_result"]
 
 
 @asynccontextmanager
