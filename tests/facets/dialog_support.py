@@ -3,9 +3,11 @@
 Both features show their dialogs through chord's ``Tui`` service, so their tests need the same
 two presentations: :class:`DialogApp`, a minimal Textual app around :class:`TextualTui`, and
 :class:`ScriptedTui`, the ``Tui`` contract without a terminal, where each dialog becomes a
-:class:`Prompt` the test answers. :func:`presentation` joins a presentation facet host to a
-session host's services through the loopback source; :func:`worker` and
-:func:`wire_presentation` do the same across two real processes. ``tests/facets/conftest.py`` puts this
+:class:`Prompt` the test answers; and the same stand-in session side, :class:`ScriptedDialogs`
+(each feature's conftest names its service and answer method). :func:`presentation` joins a
+presentation facet host to a session host's services through the loopback source,
+:func:`shown` runs a :class:`DialogApp` joined so to a :class:`ScriptedDialogs`; :func:`worker`
+and :func:`wire_presentation` do the same across two real processes. ``tests/facets/conftest.py`` puts this
 folder on ``sys.path`` (importlib mode cannot import a conftest module by name).
 """
 
@@ -16,8 +18,9 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
 import anyio.abc
@@ -26,15 +29,20 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from textual import events
 from textual.app import App, ComposeResult
 from textual.containers import Vertical
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import Label, OptionList, Static
 
-from chord.context import Context, cancel_scope
-from chord.facets import Facet, FacetHost, create_facet_host
+from chord.context import BACKGROUND, Context, cancel_scope
+from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.facets.environment import ServiceSpawner
 from chord.remote import LoopbackServiceSource
+from chord.services import Service
 from chord.textual import Choice, ChoiceScreen, TextualTui, tui_facet
 from chord.transport import connect_unix
 from chord.wire import connect_service_source
+from pico3 import HarnessServiceApi
+from pico3.harness import ConversationHandle
 
 
 class DialogApp(App[None]):
@@ -104,6 +112,108 @@ async def presentation(
     source = LoopbackServiceSource(session.services, task_group=group)
     async with create_facet_host([tui_facet(tui), *facets], service_sources=[source]) as host:
         yield host
+
+
+@dataclass
+class FeatureSession:
+    """A session worker composed as the app composes it (each feature's ``session()`` test
+    helper makes one): its harness service, its facet host and the task group its services run
+    in (what :func:`presentation` joins a presentation host to)."""
+
+    worker: HarnessServiceApi
+    host: FacetHost
+    group: TaskGroup
+
+    async def root(self) -> ConversationHandle:
+        """The root conversation."""
+        return await self.worker.harness.root(BACKGROUND)
+
+    async def tool_slot(self, index: int = 0) -> dict[str, Any]:
+        """The ``index``-th tool slot of the root conversation's turn (its memos, its state)."""
+        sticky = await (await self.root()).sticky(BACKGROUND)
+        return sticky["turn"]["tools"][index]
+
+    async def result_entries(self) -> list[Any]:
+        """The tool result entries of the root conversation, oldest first."""
+        entries = await (await self.root()).entries(BACKGROUND, limit=100)
+        return [e for e in reversed(entries) if e.kind == "pi.tool_result"]
+
+
+@asynccontextmanager
+async def shown(
+    app: DialogApp, scripted: ScriptedDialogs[Any], facets: Sequence[Facet]
+) -> AsyncIterator[Pilot[None]]:
+    """``app`` running under Pilot, its presentation host (``facets``: the feature's TUI facet)
+    joined to a session host of ``scripted``'s facet; everything stops when the block ends."""
+    async with (
+        app.run_test() as pilot,
+        anyio.create_task_group() as group,
+        create_facet_host([scripted.facet]) as session,
+        presentation(session, facets, app.tui, group),
+    ):
+        yield pilot
+        group.cancel_scope.cancel()
+
+
+_Answer = TypeVar("_Answer")
+
+
+class ScriptedDialog(Generic[_Answer]):
+    """A contract-conforming dialog instance that records the answers it receives (``answers``,
+    each checked by the contract; ``answered`` is set at the first).
+
+    Only ``implementation`` (the request state and the answer method) is spawned; the recording
+    stays on this object, out of the service's members.
+    """
+
+    def __init__(
+        self,
+        env: FacetEnvironment,
+        request: dict[str, Any],
+        method: str,
+        check: Callable[[Any, dict[str, Any]], _Answer],
+    ) -> None:
+        self.answers: list[_Answer] = []
+        self.answered = anyio.Event()
+
+        async def answer(value: Any, ctx: Context) -> None:
+            self.answers.append(check(value, request))
+            self.answered.set()
+
+        self.implementation = {"request": env.replicated_state(request), method: answer}
+
+
+class ScriptedDialogs(Generic[_Answer]):
+    """A stand-in session host of a dialog feature: provides ``service`` (the contract's keyed
+    dialogs) and spawns a :class:`ScriptedDialog` for each :meth:`open`. ``method`` is the
+    contract's answer method (``decide``, ``submit``) and ``check`` its check of an answer
+    against the request; ``feature`` names the facet (``test/<feature>-session``)."""
+
+    def __init__(
+        self,
+        service: Service[Any],
+        method: str,
+        check: Callable[[Any, dict[str, Any]], _Answer],
+        feature: str,
+    ) -> None:
+        self.env: FacetEnvironment | None = None
+        self.spawner: ServiceSpawner[Any] | None = None
+        self._method = method
+        self._check = check
+
+        def setup(env: FacetEnvironment) -> None:
+            self.env = env
+            self.spawner = env.provide_many(service)
+
+        self.facet = define_facet(f"test/{feature}-session", setup)
+
+    def open(
+        self, key: str, request: dict[str, Any]
+    ) -> tuple[ScriptedDialog[_Answer], Callable[[], None]]:
+        """A dialog instance for ``request`` under ``key`` and the function that closes it."""
+        assert self.env is not None and self.spawner is not None
+        dialog = ScriptedDialog(self.env, request, self._method, self._check)
+        return dialog, self.spawner.spawn(key, dialog.implementation)
 
 
 class Prompt:

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,28 +22,16 @@ from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.text import TextReceiveStream
 
-from chord import (
-    Context,
-    FacetEnvironment,
-    connect_service_source,
-    connect_unix,
-    create_facet_host,
-    define_facet,
-    define_service,
-)
 from coding_agent.session_files.folders import Session, list_sessions
+from tests.app.cli._parked import BINARY, STEPS, TIMEOUT, Run, answer, start
 
 pytestmark = pytest.mark.anyio
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
-APPROVALS = define_service("pi.approval-dialog")
-STEPS = [
-    {"toolCalls": [{"name": "bash", "arguments": {"command": "touch parked.txt"}}]},
-    {"text": "Touched."},
-]
+
+PARKED = ("--linger", "60", "--wait-for-approval")
+"""A parked approval; the worker lingers long enough to deliver the turn's notification after
+the run ends."""
 
 
 class Channels:
@@ -134,34 +121,6 @@ def setup(
     return project, env, channels
 
 
-class Run:
-    """The headless process, its stderr read line by line as it comes."""
-
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._buffer = ""
-        assert process.stderr is not None
-        self._stream = TextReceiveStream(process.stderr)
-
-    async def line_with(self, text: str, count: int = 1) -> None:
-        while sum(text in line for line in self.lines) < count:
-            chunk = await self._stream.receive()
-            self._buffer += chunk
-            *complete, self._buffer = self._buffer.split("\n")
-            self.lines.extend(complete)
-
-
-async def _start(project: Path, env: dict[str, str]) -> Run:
-    # the worker lingers long enough to deliver the turn's notification after the run ends
-    process = await anyio.open_process(
-        [str(BINARY), "--faux-script", str(project.parent / "script.json"), "--linger", "60",
-         "--wait-for-approval", "--json", "touch it"],
-        cwd=project, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    return Run(process)
-
-
 async def _until(condition: Callable[[], object], what: str) -> None:
     """Poll ``condition`` (files another process writes) until it holds."""
     with anyio.fail_after(TIMEOUT):
@@ -192,41 +151,13 @@ def _ops(value: Any) -> Iterator[list[Any]]:
             yield from _ops(item)
 
 
-async def _answer(session: Session, decision: str) -> None:
-    """Answer the open approval as a second client of the session's worker."""
-    answered = anyio.Event()
-
-    def setup(env: FacetEnvironment) -> None:
-        async def on_dialog(dialog: Any, ctx: Context) -> None:
-            try:
-                await dialog.decide({"decision": decision, "by": "tui"}, ctx)
-            finally:  # the answer closes the dialog, which may cancel this call before it returns
-                answered.set()
-
-        env.observe(APPROVALS, on_dialog)
-
-    async with anyio.create_task_group() as group:
-        source = connect_service_source(lambda: connect_unix(session.socket_path), task_group=group)
-        async with create_facet_host(
-            [define_facet("test/answer", setup)], service_sources=[source]
-        ):
-            await answered.wait()
-        await source.aclose()
-        group.cancel_scope.cancel()
-
-
 def _worker_pid(session: Session) -> int:
     return int(session.lock_path.read_text().split()[0])
 
 
 async def _finish(run: Run, session: Session) -> dict[str, Any]:
-    await _answer(session, "allow")
-    assert run.process.stdout is not None
-    out = b""
-    async for chunk in run.process.stdout:
-        out += chunk
-    await run.process.wait()
-    return json.loads(out.decode().splitlines()[-1])
+    await answer(session, "allow")
+    return await run.result()
 
 
 def _stop_worker(session: Session) -> None:
@@ -241,7 +172,7 @@ async def test_each_channel_is_told_once_and_not_again_after_the_worker_is_kille
 ) -> None:
     project, env, channels = setup
     with anyio.fail_after(TIMEOUT):
-        run = await _start(project, env)
+        run = await start(project, env, *PARKED)
         async with run.process:
             await run.line_with("waiting for approval of the bash call (touch parked.txt)")
             (session,) = list_sessions(project, env=env)
@@ -284,7 +215,7 @@ async def test_a_notification_due_when_the_worker_is_killed_is_sent_by_the_next_
     project, env, channels = setup
     channels.block.touch()
     with anyio.fail_after(TIMEOUT):
-        run = await _start(project, env)
+        run = await start(project, env, *PARKED)
         async with run.process:
             await run.line_with("waiting for approval of the bash call (touch parked.txt)")
             (session,) = list_sessions(project, env=env)

@@ -9,34 +9,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import anyio
 import pytest
-from anyio.streams.text import TextReceiveStream
 
-from chord import (
-    Context,
-    FacetEnvironment,
-    connect_service_source,
-    connect_unix,
-    create_facet_host,
-    define_facet,
-    define_service,
-)
 from coding_agent.session_files.folders import list_sessions
+from tests.app.cli._parked import BINARY, STEPS, TIMEOUT, answer, start
 
 pytestmark = pytest.mark.anyio
-
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
-APPROVALS = define_service("pi.approval-dialog")
-STEPS = [
-    {"toolCalls": [{"name": "bash", "arguments": {"command": "touch parked.txt"}}]},
-    {"text": "Touched."},
-]
 
 
 @pytest.fixture
@@ -47,71 +28,11 @@ def project(tmp_path: Path) -> Path:
     return folder
 
 
-class Run:
-    """The headless process, its stderr read line by line as it comes."""
-
-    def __init__(self, process: anyio.abc.Process) -> None:
-        self.process = process
-        self.lines: list[str] = []
-        self._buffer = ""
-        assert process.stderr is not None
-        self._stream = TextReceiveStream(process.stderr)
-
-    async def line_with(self, text: str, count: int = 1) -> None:
-        while sum(text in line for line in self.lines) < count:
-            chunk = await self._stream.receive()
-            self._buffer += chunk
-            *complete, self._buffer = self._buffer.split("\n")
-            self.lines.extend(complete)
-
-
-async def _answer(session: Any, decision: str) -> None:
-    """Answer the open approval as a second client of the session's worker."""
-    answered = anyio.Event()
-
-    def setup(env: FacetEnvironment) -> None:
-        async def on_dialog(dialog: Any, ctx: Context) -> None:
-            try:
-                await dialog.decide({"decision": decision, "by": "tui"}, ctx)
-            finally:  # the answer closes the dialog, which may cancel this call before it returns
-                answered.set()
-
-        env.observe(APPROVALS, on_dialog)
-
-    async with anyio.create_task_group() as group:
-        source = connect_service_source(lambda: connect_unix(session.socket_path), task_group=group)
-        async with create_facet_host(
-            [define_facet("test/answer", setup)], service_sources=[source]
-        ):
-            await answered.wait()
-        await source.aclose()
-        group.cancel_scope.cancel()
-
-
-async def _start(project: Path, env: dict[str, str], *flags: str) -> Run:
-    process = await anyio.open_process(
-        [str(BINARY), "--faux-script", str(project.parent / "script.json"), "--linger", "0.5",
-         *flags, "--json",
-         "touch it"],
-        cwd=project, env=env, stdin=subprocess.DEVNULL,
-    )  # fmt: skip
-    return Run(process)
-
-
-async def _result(run: Run) -> dict[str, Any]:
-    assert run.process.stdout is not None
-    out = b""
-    async for chunk in run.process.stdout:
-        out += chunk
-    await run.process.wait()
-    return json.loads(out.decode().splitlines()[-1])
-
-
 async def test_a_parked_approval_is_answered_by_another_client_even_after_a_worker_restart(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     with anyio.fail_after(TIMEOUT):
-        run = await _start(project, agent_env, "--wait-for-approval")
+        run = await start(project, agent_env, "--linger", "0.5", "--wait-for-approval")
         async with run.process:
             await run.line_with("waiting for approval of the bash call (touch parked.txt)")
             (session,) = list_sessions(project, env=agent_env)
@@ -121,8 +42,8 @@ async def test_a_parked_approval_is_answered_by_another_client_even_after_a_work
             os.kill(pid, signal.SIGKILL)
             await run.line_with("waiting for approval of the bash call", count=2)
             assert not (project / "parked.txt").exists()
-            await _answer(session, "allow")
-            result = await _result(run)
+            await answer(session, "allow")
+            result = await run.result()
     assert run.process.returncode == 0, "\n".join(run.lines)
     assert result["ok"] is True and result["text"] == "Touched."
     assert (project / "parked.txt").exists()
@@ -132,9 +53,9 @@ async def test_a_parked_approval_nobody_answers_is_denied_when_the_wait_runs_out
     project: Path, agent_env: dict[str, str]
 ) -> None:
     with anyio.fail_after(TIMEOUT):
-        run = await _start(project, agent_env, "--wait-for-approval", "0.2")
+        run = await start(project, agent_env, "--linger", "0.5", "--wait-for-approval", "0.2")
         async with run.process:
-            result = await _result(run)
+            result = await run.result()
             await run.line_with("blocked the bash call")
     assert run.process.returncode == 3
     assert result["blocked"] == ["bash (touch parked.txt)"]

@@ -4,13 +4,17 @@ path-scoped ones (``paths:`` front matter) once the agent works on a matching fi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from coding_agent.context.context_files import scan_context_files, touched_paths
 from coding_agent.context.memory_rules import glob_pattern, rule_scope
+from facets_approval.rules import _glob  # pyright: ignore[reportPrivateUsage] - its twin
 
 
 @pytest.fixture
@@ -118,3 +122,37 @@ def test_globs_follow_claude_codes_paths_syntax() -> None:
     assert glob_pattern("a?.md").fullmatch("ab.md") and not glob_pattern("a.md").fullmatch("aXmd")
     assert rule_scope("---\npaths: a/*.py, b/*.py\n---\nx\n") == (("a/*.py", "b/*.py"), "x\n")
     assert rule_scope("no front matter\n") == ((), "no front matter\n")
+
+
+_COMMON = st.lists(
+    st.sampled_from(["a", "b", ".", "/", ",", "}", "*", "?", "**", "**/"]), max_size=8
+)
+"""Glob pieces both translators read alike: no ``{``, ``[`` or ``\\`` (module docstrings)."""
+_PATHS = st.text(alphabet="ab./,}", max_size=10)
+
+
+@given(_COMMON.map("".join), _PATHS)
+def test_globs_agree_with_the_permission_rules_twin_where_both_syntaxes_do(
+    glob: str, path: str
+) -> None:
+    """``glob_pattern`` and the permission rules' ``_glob`` are twins on purpose (each
+    docstring says why they stay apart): on a pattern both syntaxes read alike, they match the
+    same paths."""
+    assume(glob == glob.strip().removeprefix("./").lstrip("/"))  # glob_pattern drops those
+    memory = glob_pattern(glob).fullmatch(path) is not None
+    permission = re.fullmatch(_glob(glob, glob), path, re.DOTALL) is not None
+    assert memory == permission
+
+
+def test_where_the_glob_twins_differ_on_purpose() -> None:
+    """Braces are Claude Code's ``paths`` syntax; a permission rule's path is gitignore's:
+    classes and escapes, and a ``{`` is a literal character."""
+    assert glob_pattern("*.{ts,tsx}").fullmatch("a.tsx")
+    assert not re.fullmatch(_glob("*.{ts,tsx}", "x"), "a.tsx")
+    assert re.fullmatch(_glob("*.{ts,tsx}", "x"), "a.{ts,tsx}")
+    assert re.fullmatch(_glob("[ab].md", "x"), "a.md") and not glob_pattern("[ab].md").fullmatch(
+        "a.md"
+    )
+    assert re.fullmatch(_glob("\\*.md", "x"), "*.md") and not re.fullmatch(
+        _glob("\\*.md", "x"), "a.md"
+    )

@@ -238,3 +238,26 @@ async def test_the_core_keeps_one_memo_so_a_growing_history_is_folded_once() -> 
         bodies = [r.body["history"] for r in server.requests]
     assert bodies == [["one", "two"], ["one", "two", "three"]]
     assert _Fold.fed == 3  # the second request fed only its new record
+
+
+@pytest.mark.parametrize("adapter", ["anthropic", "openai", "openai_responses", "google"])
+def test_every_adapter_refuses_an_unknown_thinking_level_with_one_error(adapter: str) -> None:
+    """Each adapter reads what a thinking level sends from its own table through
+    ``_core.thinking_setting``: a level no table has fails the request, not retried, with the
+    same words whichever provider it was meant for."""
+    from coding_agent.settings.model_config import OPENAI_COMPAT
+    from coding_agent.worker.providers import anthropic, google, openai, openai_responses
+    from pico3.models import ModelInfo, ModelProviderError, Request, UserMessage
+
+    info = ModelInfo(id="m", provider=adapter, api=adapter, supports_thinking=True)
+    request = Request(model="m", messages=[UserMessage(content="hi")], thinking_level="extreme")  # type: ignore[arg-type]
+    build: dict[str, Any] = {
+        "anthropic": lambda: anthropic.build_params(request, info),
+        "openai": lambda: openai.build_params(request, info, OPENAI_COMPAT),
+        "openai_responses": lambda: openai_responses.build_params(request, info),
+        "google": lambda: google.build_params(request, info),
+    }
+    with pytest.raises(ModelProviderError) as raised:
+        build[adapter]()
+    assert str(raised.value) == "unknown thinking level 'extreme'"
+    assert not raised.value.retryable

@@ -22,6 +22,7 @@ import pytest
 from coding_agent.settings.claude_settings import auto_disabled, restrictions
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.trust import TrustStore, trust_path
+from tests.app.settings.conftest import write_json
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -32,34 +33,11 @@ ALL_ON = {
 }
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-    }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / ".git").mkdir(parents=True)
-    return folder
-
-
-def write(path: Path, data: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
-
-
 def test_each_switch_comes_from_any_file_and_none_turns_one_off(
     env: dict[str, str], project: Path
 ) -> None:
-    user = write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", {"permissions": ALL_ON})
-    local = write(
+    user = write_json(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", {"permissions": ALL_ON})
+    local = write_json(
         project / ".claude" / "settings.local.json",
         {  # a project cannot turn them off
             "permissions": {
@@ -73,15 +51,15 @@ def test_each_switch_comes_from_any_file_and_none_turns_one_off(
     assert files.restrictions() == {key: str(user) for key in ALL_ON}
     problems = files.load()["problems"]
     assert problems == []  # honoured: no notes
-    write(user, {})
-    write(local, {"permissions": {"denyInsteadOfPrompting": True}})  # a project turns one on
+    write_json(user, {})
+    write_json(local, {"permissions": {"denyInsteadOfPrompting": True}})  # a project turns one on
     assert PermissionFiles(project, env).restrictions() == {"denyInsteadOfPrompting": str(local)}
 
 
 def test_an_untrusted_projects_switches_apply_and_its_note_says_so(
     env: dict[str, str], project: Path
 ) -> None:
-    path = write(
+    path = write_json(
         project / ".claude" / "settings.json",
         {"permissions": {"denyInsteadOfPrompting": True, "allow": ["Bash"]}},
     )
@@ -97,7 +75,7 @@ def test_an_untrusted_projects_switches_apply_and_its_note_says_so(
 def test_a_value_of_the_wrong_kind_is_a_note_naming_the_key_and_restricts_nothing(
     env: dict[str, str], project: Path
 ) -> None:
-    user = write(
+    user = write_json(
         Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {
             "permissions": {
@@ -151,7 +129,7 @@ def _sessions(env: dict[str, str]) -> list[Path]:
 async def test_permission_mode_auto_is_refused_at_start_when_disabled(
     project: Path, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    settings = write(
+    settings = write_json(
         Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {"permissions": {"disableBypassPermissionsMode": "disable"}},
     )
@@ -191,7 +169,7 @@ async def test_approve_allow_is_refused_at_start_when_auto_is_disabled(
 ) -> None:
     """``--approve allow`` says yes to every call that would ask (credentials and guarded
     files too): the switch disabling ``auto`` must not be passed over by it."""
-    settings = write(
+    settings = write_json(
         Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {"permissions": {"disableBypassPermissionsMode": "disable"}},
     )
@@ -217,7 +195,7 @@ async def test_approve_allow_is_refused_at_start_when_auto_is_disabled(
 async def test_a_call_that_would_ask_is_refused_headless_and_the_turn_goes_on(
     project: Path, agent_env: dict[str, str]
 ) -> None:
-    settings = write(
+    settings = write_json(
         project / ".claude" / "settings.json", {"permissions": {"denyInsteadOfPrompting": True}}
     )
     steps = [
@@ -238,7 +216,7 @@ async def test_a_call_that_would_ask_is_refused_headless_and_the_turn_goes_on(
 async def test_a_write_outside_the_project_is_refused_even_in_auto(
     project: Path, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
-    write(
+    write_json(
         Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {"permissions": {"blockWritesOutsideWorkingDirectories": True}},
     )
@@ -265,7 +243,7 @@ async def test_claude_codes_dont_ask_mode_refuses_what_would_ask(
     """``"defaultMode": "dontAsk"`` (Claude Code: anything that would prompt is denied) is the
     denyInsteadOfPrompting switch here, from any file, with no note; ``--approve allow`` would
     have answered a dialog."""
-    settings = write(
+    settings = write_json(
         project / ".claude" / "settings.json", {"permissions": {"defaultMode": "dontAsk"}}
     )
     steps = [
@@ -287,7 +265,7 @@ def test_manual_is_default_and_claude_codes_auto_mode_is_not_this_agents(
     user = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
     assert default_mode((user, "manual"), [], None) == ("ask", str(user))
     assert default_mode((user, "auto"), [], None) is None  # never this agent's auto
-    write(user, {"permissions": {"defaultMode": "auto"}})
+    write_json(user, {"permissions": {"defaultMode": "auto"}})
     (note,) = PermissionFiles(project, env).load()["problems"]
     assert note == (
         f"{user}: `permissions.defaultMode`: Claude Code's auto mode (a classifier reviews calls) "
@@ -295,5 +273,5 @@ def test_manual_is_default_and_claude_codes_auto_mode_is_not_this_agents(
         "not taken and calls ask — for fewer questions with confinement use --permission-mode "
         "sandbox or accept-edits"
     )
-    write(user, {"permissions": {"defaultMode": "manual"}})
+    write_json(user, {"permissions": {"defaultMode": "manual"}})
     assert PermissionFiles(project, env).load()["problems"] == []

@@ -17,6 +17,7 @@ import pytest
 from coding_agent.settings import claude_settings
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.trust import TrustStore, trust_path
+from tests.app.settings.conftest import write_json
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -37,29 +38,6 @@ PROBE = {
 }
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-    }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / ".git").mkdir(parents=True)
-    return folder
-
-
-def write(path: Path, data: object) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
-    return path
-
-
 def keys_noted(problems: list[str], path: Path) -> list[str]:
     return [p.removeprefix(f"{path}: ").split(":")[0] for p in problems if p.startswith(f"{path}:")]
 
@@ -67,8 +45,8 @@ def keys_noted(problems: list[str], path: Path) -> list[str]:
 def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     env: dict[str, str], project: Path
 ) -> None:
-    user = write(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", BASH_SANDBOX)
-    local = write(project / ".claude" / "settings.local.json", PROBE)
+    user = write_json(Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json", BASH_SANDBOX)
+    local = write_json(project / ".claude" / "settings.local.json", PROBE)
     TrustStore(trust_path(env)).set(project, True)
     problems = PermissionFiles(project, env).load()["problems"]
     assert keys_noted(problems, user) == ["`sandbox.enabled`"]  # disableBypass… is honoured
@@ -87,14 +65,14 @@ def test_every_key_not_honoured_is_one_note_naming_the_file_and_the_key(
     assert any("the hooks in these files still run" in p for p in problems)
     assert len(problems) == len(set(problems)) == 6
     # the sandbox's note names the key even when the sandbox is off in the file
-    write(user, {"sandbox": {"enabled": False}})
+    write_json(user, {"sandbox": {"enabled": False}})
     assert keys_noted(PermissionFiles(project, env).load()["problems"], user) == ["`sandbox`"]
 
 
 def test_a_late_2026_setups_keys_get_precise_notes_or_none_when_already_so(
     env: dict[str, str], project: Path
 ) -> None:
-    user = write(
+    user = write_json(
         Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {
             "outputStyle": "Explanatory",
@@ -120,7 +98,7 @@ def test_a_late_2026_setups_keys_get_precise_notes_or_none_when_already_so(
     assert "its footer shows the model, the context used and the cost" in text
     assert "never deletes old sessions by itself" in text
     assert "`spinnerTipsEnabled`: a Claude Code setting this agent does not read" in text
-    write(user, {"respectGitignore": False, "attribution": {"commit": "Made with AI"}})
+    write_json(user, {"respectGitignore": False, "attribution": {"commit": "Made with AI"}})
     problems = PermissionFiles(project, env).load()["problems"]
     assert keys_noted(problems, user) == ["`respectGitignore`", "`attribution`"]
     assert "always skip .gitignored files" in "\n".join(problems)
@@ -129,7 +107,7 @@ def test_a_late_2026_setups_keys_get_precise_notes_or_none_when_already_so(
 def test_enabled_plugins_is_honoured_and_extra_marketplaces_is_a_note(
     env: dict[str, str], project: Path
 ) -> None:
-    user = write(
+    user = write_json(
         Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {
             "enabledPlugins": {"commit-commands@claude-plugins-official": True},
@@ -146,7 +124,7 @@ def test_enabled_plugins_is_honoured_and_extra_marketplaces_is_a_note(
 def test_an_untrusted_projects_keys_are_not_read_so_not_noted(
     env: dict[str, str], project: Path
 ) -> None:
-    path = write(project / ".claude" / "settings.json", PROBE)
+    path = write_json(project / ".claude" / "settings.json", PROBE)
     problems = PermissionFiles(project, env).load()["problems"]
     assert problems == [f"{path}: not read, the project is not trusted (/trust to trust it)"]
 
@@ -194,7 +172,7 @@ async def test_the_users_accept_edits_lets_a_headless_write_run_and_the_notes_re
 ) -> None:
     claude = Path(agent_env["CLAUDE_CONFIG_DIR"])
     published = {**BASH_SANDBOX, "permissions": {"defaultMode": "acceptEdits"}}
-    write(claude / "settings.json", published)
+    write_json(claude / "settings.json", published)
     result = await _run(project, agent_env, WRITE, "-p", "go")
     assert result.returncode == 0, result.stderr.decode()
     assert (project / "note.txt").read_text() == "hi\n"
@@ -207,7 +185,7 @@ async def test_the_users_accept_edits_lets_a_headless_write_run_and_the_notes_re
 async def test_a_projects_plan_mode_tightens_and_its_accept_edits_does_not_loosen(
     project: Path, agent_env: dict[str, str]
 ) -> None:
-    settings = write(
+    settings = write_json(
         project / ".claude" / "settings.json", {"permissions": {"defaultMode": "acceptEdits"}}
     )
     result = await _run(project, agent_env, WRITE, "--trust", "-p", "go")
@@ -216,11 +194,11 @@ async def test_a_projects_plan_mode_tightens_and_its_accept_edits_does_not_loose
         f"{settings}: `permissions.defaultMode`: 'acceptEdits' is not taken"
         in result.stderr.decode()
     )
-    write(
+    write_json(
         Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
         {"permissions": {"defaultMode": "acceptEdits"}},
     )
-    write(settings, {"permissions": {"defaultMode": "plan"}})
+    write_json(settings, {"permissions": {"defaultMode": "plan"}})
     result = await _run(project, agent_env, WRITE, "-p", "go", "--approve", "allow")
     assert not (project / "note.txt").exists()  # plan: read-only, whatever --approve says
     config = (await anyio.run_process([str(BINARY), "config"], env=agent_env, cwd=project)).stdout

@@ -13,26 +13,11 @@ from coding_agent.session_files.folders import create_session
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.notifications import NotificationSettings
 from coding_agent.worker.main import session_worker_config
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PATH": "/usr/bin:/bin",
-    }
-
-
-def _user_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "config" / "coding-agent" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from tests.app.settings.conftest import config_env, user_config
 
 
 def test_the_defaults_are_attention_on_the_terminal_and_desktop_only(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = config_env(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
     settings = session_worker_config(create_session(project, env=env), env=env).notifications
@@ -45,8 +30,8 @@ def test_the_defaults_are_attention_on_the_terminal_and_desktop_only(tmp_path: P
 
 
 def test_the_table_reaches_the_worker(tmp_path: Path) -> None:
-    env = _env(tmp_path)
-    _user_file(
+    env = config_env(tmp_path)
+    user_config(
         tmp_path,
         '[notifications]\nterminal = []\ndesktop = ["job"]\n'
         'webhook = "https://example.org/hook"\nwebhook_events = ["turn"]\n'
@@ -80,13 +65,13 @@ def test_the_table_reaches_the_worker(tmp_path: Path) -> None:
 def test_bad_notification_settings_name_the_line_and_key(
     tmp_path: Path, text: str, message: str
 ) -> None:
-    _user_file(tmp_path, text)
+    user_config(tmp_path, text)
     with pytest.raises(ConfigError, match=message):
-        load_config(env=_env(tmp_path))
+        load_config(env=config_env(tmp_path))
 
 
 def test_a_project_file_may_not_configure_notifications(tmp_path: Path) -> None:
-    env = _env(tmp_path)
+    env = config_env(tmp_path)
     project = tmp_path / "project"
     (project / ".coding-agent").mkdir(parents=True)
     (project / ".coding-agent" / "config.toml").write_text('[notifications]\ncommand = "x"\n')
@@ -97,7 +82,7 @@ def test_a_project_file_may_not_configure_notifications(tmp_path: Path) -> None:
 def test_coding_agent_config_shows_the_notifications(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in _env(tmp_path).items():
+    for key, value in config_env(tmp_path).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))  # no notify-send
     project = tmp_path / "project"
@@ -116,7 +101,7 @@ def test_coding_agent_config_shows_the_notifications(
         for line in lines
     )  # fmt: skip
     assert any(line.startswith("notifications.webhook = off") for line in lines)
-    path = _user_file(tmp_path, '[notifications]\ncommand = "cat"\ncommand_events = ["job"]\n')
+    path = user_config(tmp_path, '[notifications]\ncommand = "cat"\ncommand_events = ["job"]\n')
     assert main(["config"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(

@@ -15,27 +15,12 @@ from coding_agent.settings.secret_env import secret_names
 from coding_agent.worker.main import session_worker_config
 from coding_agent.worker.provider_search import PROVIDER_SEARCH_DESCRIPTION
 from coding_agent.worker.tools import WebSettings, builtin_tools
-
-
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "PATH": "/usr/bin:/bin",
-    }
-
-
-def _user_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "config" / "coding-agent" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
+from tests.app.settings.conftest import config_env, user_config
 
 
 def test_the_web_tables_reach_the_worker(tmp_path: Path) -> None:
-    env = _env(tmp_path)
-    _user_file(
+    env = config_env(tmp_path)
+    user_config(
         tmp_path,
         '[web_fetch]\nallow_private = ["localhost"]\n\n'
         '[web_search]\nbackend = "searxng"\nurl = "http://127.0.0.1:8888"\n'
@@ -62,7 +47,7 @@ def test_the_web_tables_reach_the_worker(tmp_path: Path) -> None:
 def test_without_a_backend_web_search_is_the_providers_own_and_the_sandbox_is_off(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
+    env = config_env(tmp_path)
     project = tmp_path / "project"
     project.mkdir()
     config = session_worker_config(create_session(project, env=env), env=env)
@@ -92,16 +77,16 @@ def test_without_a_backend_web_search_is_the_providers_own_and_the_sandbox_is_of
     ],
 )
 def test_bad_web_settings_name_the_line_and_key(tmp_path: Path, text: str, message: str) -> None:
-    _user_file(tmp_path, text)
+    user_config(tmp_path, text)
     with pytest.raises(ConfigError, match=message):
-        load_config(env=_env(tmp_path))
+        load_config(env=config_env(tmp_path))
 
 
 @pytest.mark.parametrize(
     "table", ['[web_fetch]\nallow_private = ["*"]\n', '[web_search]\nbackend = "brave"\n']
 )
 def test_a_project_file_may_not_configure_the_web_tools(tmp_path: Path, table: str) -> None:
-    env = _env(tmp_path)
+    env = config_env(tmp_path)
     project = tmp_path / "project"
     (project / ".coding-agent").mkdir(parents=True)
     (project / ".coding-agent" / "config.toml").write_text(table)
@@ -112,7 +97,7 @@ def test_a_project_file_may_not_configure_the_web_tools(tmp_path: Path, table: s
 def test_coding_agent_config_shows_the_web_settings(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for key, value in _env(tmp_path).items():
+    for key, value in config_env(tmp_path).items():
         monkeypatch.setenv(key, value)
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     project = tmp_path / "project"
@@ -122,7 +107,7 @@ def test_coding_agent_config_shows_the_web_settings(
     out = capsys.readouterr().out
     assert "web_fetch.allow_private = none (public addresses only)" in out
     assert "web_search = the model provider's own search only" in out
-    path = _user_file(tmp_path, '[web_search]\nbackend = "brave"\n')
+    path = user_config(tmp_path, '[web_search]\nbackend = "brave"\n')
     assert main(["config"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert any(

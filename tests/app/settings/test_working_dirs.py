@@ -20,23 +20,6 @@ from coding_agent.worker.working_dirs import WorkingDirectories, agent_files
 from facets_approval.workdirs import read_outside, working_directories
 
 
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "HOME": str(tmp_path / "home"),
-        "XDG_CONFIG_HOME": str(tmp_path / "config"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
-    }
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    (folder / ".git").mkdir(parents=True)
-    return folder
-
-
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

@@ -10,13 +10,8 @@ approval's check: ``checked_target``), or by a process exchanging the two names 
 
 from __future__ import annotations
 
-import itertools
 import os
-import subprocess
 import sys
-import textwrap
-import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -33,6 +28,7 @@ from coding_agent.worker.tools import (
 from coding_agent.worker.tools.exact import TargetChanged, open_exact
 from coding_agent.worker.tools.search import ripgrep_path
 from facets_approval.searched import read_target
+from tests.app.tools._race import race, real_path, swap_folder, swapping
 
 NOTES = "meeting notes\n"
 SECRET = "-----BEGIN OPENSSH PRIVATE KEY-----\nsecret\n"
@@ -59,42 +55,12 @@ def _picture(path: Path, size: tuple[int, int]) -> None:
     Image.new("RGB", size, (200, 30, 60)).save(path, "PNG")
 
 
-# A process exchanging two names (``renameat2(RENAME_EXCHANGE)``) until killed, as in
-# test_write_race.py; it prints ``ready`` first.
-_SWAPPER = textwrap.dedent(
-    """
-    import ctypes, os, sys
-    libc = ctypes.CDLL(None, use_errno=True)
-    a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-    print("ready", flush=True)
-    while True:
-        if libc.renameat2(-100, a, -100, b, 2) != 0:  # RENAME_EXCHANGE
-            sys.exit(ctypes.get_errno())
-    """
-)
-
-
-def _real(path: Path) -> str:
-    return os.path.realpath(path)
-
-
-def _start_swapping(one: Path, other: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(one), str(other)], stdout=subprocess.PIPE, text=True
-    )
-
-
-def _swap(project: Path, secrets: Path) -> None:
-    os.rename(project / "d", project / "d.away")
-    os.symlink(secrets, project / "d")
-
-
 def _swap_in_link(project: Path, secrets: Path) -> Callable[[Path], Awaitable[None]]:
     """A ``before_read`` that replaces the folder ``d`` by a symlink to ``secrets``."""
 
     async def before_read(path: Path) -> None:
         del path
-        _swap(project, secrets)
+        swap_folder(project, secrets)
 
     return before_read
 
@@ -192,8 +158,8 @@ async def test_a_read_that_leads_elsewhere_than_approved_fails(
 ) -> None:
     project, secrets = _project(tmp_path, protected)
     checked = _checked(project, "read", "d/notes.txt")
-    assert checked == _real(project / "d" / "notes.txt")
-    _swap(project, secrets)  # after the decision, before the tool runs
+    assert checked == real_path(project / "d" / "notes.txt")
+    swap_folder(project, secrets)  # after the decision, before the tool runs
     result = await READ_TOOL.execute(
         {"path": "d/notes.txt"}, ToolContext(cwd=project, checked_target=checked)
     )
@@ -243,7 +209,7 @@ async def test_a_search_or_listing_that_leads_elsewhere_than_approved_fails(
 ) -> None:
     project, secrets = _project(tmp_path, "ssh")
     checked = _checked(project, tool.name, "d")
-    _swap(project, secrets)
+    swap_folder(project, secrets)
     context = ToolContext(cwd=project, checked_target=checked, search_backend="python")
     result = await tool.execute({**args, "path": "d"}, context)
     assert result.is_error
@@ -287,32 +253,19 @@ async def test_a_process_swapping_a_folder_and_a_symlink_never_gets_a_read_throu
 ) -> None:
     project, secrets = _project(tmp_path, "ssh")
     os.symlink(secrets, project / "s")
-    swapper = _start_swapping(project / "d", project / "s")
-    checked_ok = 0
-    outcomes: Counter[str] = Counter()
-    try:
-        assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
-        deadline = time.monotonic() + 20  # bounded: 200 checked reads, or 20 s of trying
-        for number in itertools.count():
-            if checked_ok >= 200 or time.monotonic() > deadline:
-                break
-            # the approval's decision: resolved once; the credentials folder would ask
-            try:
-                real = _checked(project, "read", "d/notes.txt")
-            except OSError:  # the swap hit the resolution: the hook raises, the call is blocked
-                continue
-            if real.startswith(str(secrets)):
-                continue
-            checked_ok += 1
-            tools = ToolContext(cwd=project, checked_target=real)
-            result = await READ_TOOL.execute({"path": "d/notes.txt"}, tools)
-            outcomes[result.details.get("reason", "error" if result.is_error else "ok")] += 1
-            assert "secret" not in result.plain_text, f"read through at {number}"
-        assert swapper.poll() is None, "the swapping process stopped early"
-    finally:
-        swapper.kill()
-        swapper.wait()
-        if swapper.stdout is not None:
-            swapper.stdout.close()
-    assert checked_ok > 0
-    print(outcomes)
+
+    async def attempt(number: int) -> str | None:
+        # the approval's decision: resolved once; the credentials folder would ask
+        try:
+            real = _checked(project, "read", "d/notes.txt")
+        except OSError:  # the swap hit the resolution: the hook raises, the call is blocked
+            return None
+        if real.startswith(str(secrets)):
+            return None
+        tools = ToolContext(cwd=project, checked_target=real)
+        result = await READ_TOOL.execute({"path": "d/notes.txt"}, tools)
+        assert "secret" not in result.plain_text, f"read through at {number}"
+        return result.details.get("reason", "error" if result.is_error else "ok")
+
+    with swapping(project / "d", project / "s"):
+        await race(attempt)

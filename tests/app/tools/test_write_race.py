@@ -8,13 +8,8 @@ point before the bytes move), or by a process exchanging the two names in a loop
 
 from __future__ import annotations
 
-import itertools
 import os
-import subprocess
 import sys
-import textwrap
-import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -25,6 +20,7 @@ from coding_agent.worker.tools.exact import TargetChanged, remove_exact, write_e
 from coding_agent.worker.tools.host import CheckedTargets
 from facets_approval.guarded import leave_checked
 from facets_approval.session import confinement, edit_target
+from tests.app.tools._race import race, real_path, swap_folder, swapping
 
 GUARDED = [{"pattern": ".git/", "reason": "git runs what .git/config names"}]
 ORIGINAL = "[core]\n\tbare = false\n"
@@ -47,8 +43,7 @@ def _swap_in_link(project: Path, target: Path) -> Callable[[Path, bytes], Awaita
 
     async def before_write(path: Path, data: bytes) -> None:
         del path, data
-        os.rename(project / "d", project / "d.away")
-        os.symlink(target, project / "d")
+        swap_folder(project, target)
 
     return before_write
 
@@ -93,10 +88,9 @@ async def test_an_edit_whose_folder_becomes_a_symlink_writes_nothing_through_it(
 async def test_a_target_that_leads_elsewhere_than_approved_fails(tmp_path: Path) -> None:
     project, target = _project(tmp_path, "git")
     checked = edit_target({"path": "d/config"}, str(project))
-    assert checked == _real(project / "d" / "config")
+    assert checked == real_path(project / "d" / "config")
     assert confinement({"path": "d/config"}, str(project), GUARDED, real=checked) is None
-    os.rename(project / "d", project / "d.away")  # the swap, after the decision
-    os.symlink(target, project / "d")
+    swap_folder(project, target)  # after the decision
     tools = ToolContext(cwd=project, checked_target=checked)
     for call in (
         WRITE_TOOL.execute({"path": "d/config", "content": "planted"}, tools),
@@ -157,31 +151,6 @@ def test_the_checked_target_is_left_for_the_call_and_taken_back_on_a_block() -> 
     assert list(targets) == ["1:b", "1:c"]  # bounded: the oldest goes
 
 
-def _real(path: Path) -> str:
-    return os.path.realpath(path)
-
-
-def _start_swapping(one: Path, other: Path) -> subprocess.Popen[str]:
-    """A process exchanging ``one`` and ``other`` (``renameat2(RENAME_EXCHANGE)``) until killed;
-    it prints ``ready`` first."""
-    return subprocess.Popen(
-        [sys.executable, "-c", _SWAPPER, str(one), str(other)], stdout=subprocess.PIPE, text=True
-    )
-
-
-_SWAPPER = textwrap.dedent(
-    """
-    import ctypes, os, sys
-    libc = ctypes.CDLL(None, use_errno=True)
-    a, b = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2])
-    print("ready", flush=True)
-    while True:
-        if libc.renameat2(-100, a, -100, b, 2) != 0:  # RENAME_EXCHANGE
-            sys.exit(ctypes.get_errno())
-    """
-)
-
-
 @pytest.mark.anyio
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="renameat2 is Linux's")
 async def test_a_process_swapping_a_folder_and_a_symlink_never_gets_a_write_through(
@@ -189,34 +158,21 @@ async def test_a_process_swapping_a_folder_and_a_symlink_never_gets_a_write_thro
 ) -> None:
     project, target = _project(tmp_path, "git")
     os.symlink(".git", project / "s")
-    swapper = _start_swapping(project / "d", project / "s")
-    checked_ok = 0
-    outcomes: Counter[str] = Counter()
-    try:
-        assert swapper.stdout is not None and swapper.stdout.readline() == "ready\n"
-        deadline = time.monotonic() + 20  # bounded: 200 checked writes, or 20 s of trying
-        for number in itertools.count():
-            if checked_ok >= 200 or time.monotonic() > deadline:
-                break
-            # the approval's decision: resolved once; a guarded target would ask (skipped here)
-            try:
-                real = edit_target({"path": "d/config"}, str(project))
-            except OSError:  # the swap hit the resolution: the hook raises, the call is blocked
-                continue
-            if confinement({"path": "d/config"}, str(project), GUARDED, real=real) is not None:
-                continue
-            checked_ok += 1
-            tools = ToolContext(cwd=project, checked_target=real)
-            content = f"[core]\n\tfsmonitor = planted-{number}\n"
-            result = await WRITE_TOOL.execute({"path": "d/config", "content": content}, tools)
-            outcomes[result.details.get("reason", "error" if result.is_error else "ok")] += 1
-            assert (target / "config").read_text() == ORIGINAL, f"written through at {number}"
-        assert swapper.poll() is None, "the swapping process stopped early"
-    finally:
-        swapper.kill()
-        swapper.wait()
-        if swapper.stdout is not None:
-            swapper.stdout.close()
-    assert checked_ok > 0
-    print(outcomes)
+
+    async def attempt(number: int) -> str | None:
+        # the approval's decision: resolved once; a guarded target would ask (skipped here)
+        try:
+            real = edit_target({"path": "d/config"}, str(project))
+        except OSError:  # the swap hit the resolution: the hook raises, the call is blocked
+            return None
+        if confinement({"path": "d/config"}, str(project), GUARDED, real=real) is not None:
+            return None
+        tools = ToolContext(cwd=project, checked_target=real)
+        content = f"[core]\n\tfsmonitor = planted-{number}\n"
+        result = await WRITE_TOOL.execute({"path": "d/config", "content": content}, tools)
+        assert (target / "config").read_text() == ORIGINAL, f"written through at {number}"
+        return result.details.get("reason", "error" if result.is_error else "ok")
+
+    with swapping(project / "d", project / "s"):
+        await race(attempt)
     assert (target / "config").read_text() == ORIGINAL

@@ -16,12 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
-from chord.context import BACKGROUND, Context
-from chord.facets import FacetEnvironment, create_facet_host, define_facet
-from chord.services import define_service
-from chord.state import Delivery
-from chord.transport import connect_unix
-from chord.wire import connect_service_source
+from chord.context import BACKGROUND
+from chord.facets import FacetEnvironment, define_facet
 from coding_agent.session_files.folders import create_session
 from facets_subagents.contract import SubagentDefinitions
 
@@ -32,6 +28,7 @@ from worker_support import (  # pyright: ignore[reportMissingImports]
     allow,
     connected,
     text_of,
+    until_mcp_ready,
     worker_process,
 )
 
@@ -43,7 +40,6 @@ pytestmark = [
 ]
 
 SERVER = Path(__file__).parents[2] / "facets" / "mcp_feature" / "mcp_server.py"
-MCP_SERVERS = define_service("mcp.servers")
 
 
 async def test_an_enabled_plugins_agents_are_subagents(
@@ -128,39 +124,11 @@ async def test_an_enabled_plugins_mcp_server_starts_from_its_plugin_root(
     script.write_text(json.dumps({"steps": [{"toolCalls": [call]}, {"text": "Done."}]}))
     session = create_session(project, env=agent_env)
     client = Client(approve=allow)
-    seen: list[Any] = []
-
-    def watcher(fenv: FacetEnvironment) -> None:
-        servers = fenv.use(MCP_SERVERS)
-
-        def deliver(value: Any, _ctx: Context, _d: Delivery) -> None:
-            seen.append(value)
-            client.notify()
-
-        async def follow() -> None:
-            fenv.own(servers.state.subscribe(deliver))
-
-        fenv.on_activate(follow)
-
-    def ready() -> bool:
-        return any(
-            s["name"] == "echo" and s["state"] == "ready"
-            for v in seen
-            for s in (v or {}).get("servers", [])
-        )
-
     async with (
         worker_process(session, agent_env, "--faux-script", str(script)) as worker,
         connected(client, worker.socket),
     ):
-        async with anyio.create_task_group() as group:
-            source = connect_service_source(lambda: connect_unix(worker.socket), task_group=group)
-            async with create_facet_host(
-                [define_facet("test/mcp-watcher", watcher)], service_sources=[source]
-            ):
-                await client.wait_for(ready)
-                await source.aclose()
-            group.cancel_scope.cancel()
+        await until_mcp_ready(client, worker.socket, "echo")
         await client.root.send({"content": "use the tool"}, BACKGROUND)
         await client.wait_for(client.turn_ended)
     (result,) = client.entries("pi.tool_result")

@@ -15,14 +15,21 @@ from typing import Any
 
 import anyio
 import pytest
-from worker_support import Client, allow, connected, text_of, worker_process, write_script
+from worker_support import (
+    MCP_SERVERS,
+    Client,
+    allow,
+    connected,
+    text_of,
+    until_mcp_ready,
+    worker_process,
+    write_script,
+)
 
 from chord.context import BACKGROUND, Context
-from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from chord.facets import FacetEnvironment, define_facet
 from chord.services import define_service
 from chord.state import Delivery
-from chord.transport import connect_unix
-from chord.wire import connect_service_source
 from coding_agent.session_files.folders import Session
 
 pytestmark = [
@@ -33,7 +40,6 @@ pytestmark = [
 ]
 
 SERVER = Path(__file__).parents[2] / "facets" / "mcp_feature" / "mcp_server.py"
-MCP_SERVERS = define_service("mcp.servers")
 
 
 async def test_the_worker_offers_mcp_tools_and_serves_their_state(
@@ -56,39 +62,11 @@ async def test_the_worker_offers_mcp_tools_and_serves_their_state(
         ],
     )
     client = Client(approve=allow)
-    seen: list[Any] = []
     async with (
         worker_process(session, env, "--faux-script", str(script)) as worker,
         connected(client, worker.socket),
     ):
-        # the mcp.servers state, over the wire, until the server is ready
-        def watcher(fenv: FacetEnvironment) -> None:
-            servers = fenv.use(MCP_SERVERS)
-
-            def deliver(value: Any, _ctx: Context, _d: Delivery) -> None:
-                seen.append(value)
-                client.notify()
-
-            async def follow() -> None:
-                fenv.own(servers.state.subscribe(deliver))
-
-            fenv.on_activate(follow)
-
-        def ready() -> bool:
-            return any(
-                s["name"] == "echo" and s["state"] == "ready"
-                for v in seen
-                for s in (v or {}).get("servers", [])
-            )
-
-        async with anyio.create_task_group() as group:
-            source = connect_service_source(lambda: connect_unix(worker.socket), task_group=group)
-            async with create_facet_host(
-                [define_facet("test/mcp-watcher", watcher)], service_sources=[source]
-            ):
-                await client.wait_for(ready)
-                await source.aclose()
-            group.cancel_scope.cancel()
+        await until_mcp_ready(client, worker.socket, "echo")  # its tool is offered
         await client.root.send({"content": "use the tool"}, BACKGROUND)
         await client.wait_for(lambda: client.turn_ended())
         (approval,) = client.approvals

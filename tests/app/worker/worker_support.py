@@ -41,6 +41,7 @@ TIMEOUT = 60.0
 APPROVALS = define_service("pi.approval-dialog")
 QUESTIONS = define_service("pi.question-dialog")
 STATUS = define_service("coding-agent.worker")
+MCP_SERVERS = define_service("mcp.servers")
 
 
 def write_script(path: Path, steps: list[dict[str, Any]]) -> Path:
@@ -262,6 +263,41 @@ async def connected(client: Client, socket: Path, *extra: Facet) -> AsyncIterato
                 yield client
         finally:
             await source.aclose()
+
+
+async def until_mcp_ready(client: Client, socket: Path, name: str) -> None:
+    """Watch the worker's ``mcp.servers`` state at ``socket`` over a connection of its own until
+    the MCP server ``name`` is ready (its tools are offered); ``client`` is woken at each value
+    (:meth:`Client.wait_for`), so its deadline bounds the wait."""
+    seen: list[Any] = []
+
+    def watcher(fenv: FacetEnvironment) -> None:
+        servers = fenv.use(MCP_SERVERS)
+
+        def deliver(value: Any, _ctx: Context, _d: Delivery) -> None:
+            seen.append(value)
+            client.notify()
+
+        async def follow() -> None:
+            fenv.own(servers.state.subscribe(deliver))
+
+        fenv.on_activate(follow)
+
+    def ready() -> bool:
+        return any(
+            s["name"] == name and s["state"] == "ready"
+            for v in seen
+            for s in (v or {}).get("servers", [])
+        )
+
+    async with anyio.create_task_group() as group:
+        source = connect_service_source(lambda: connect_unix(socket), task_group=group)
+        async with create_facet_host(
+            [define_facet("test/mcp-watcher", watcher)], service_sources=[source]
+        ):
+            await client.wait_for(ready)
+            await source.aclose()
+        group.cancel_scope.cancel()
 
 
 async def allow(facade: Any, request: dict[str, Any], ctx: Context) -> None:

@@ -41,43 +41,7 @@ from chord.remote import (
     service_unsubscribe_call,
 )
 from chord.services import InstanceAddress
-
-ADDRESS = {"key": "k", "generation": 2}
-SNAPSHOT: dict[str, Any] = {
-    "serviceId": "test.dialog",
-    "mode": "keyed",
-    "instances": [
-        {
-            "instance": ADDRESS,
-            "members": [
-                {"name": "request", "kind": "state", "sequence": 3, "ops": [["r", {"q": "?"}]]},
-                {"name": "submit", "kind": "method"},
-            ],
-        }
-    ],
-}
-
-UPDATES: list[dict[str, Any]] = [
-    {"type": "state", "member": "state", "sequence": 1, "ops": [["s", ["a", 0], 1]]},
-    {
-        "type": "state",
-        "instance": ADDRESS,
-        "member": "request",
-        "sequence": 4,
-        "ops": [["p", ["items"], 0, 1, [{"x": 1}]], ["d", ["gone"]]],
-    },
-    {"type": "reset", "snapshot": SNAPSHOT},
-    {"type": "unavailable"},
-    {
-        "type": "replaced",
-        "snapshot": {
-            "members": [{"name": "state", "kind": "state", "sequence": 0, "ops": [["r", []]]}]
-        },
-    },
-    {"type": "spawned", "instance": SNAPSHOT["instances"][0]},
-    {"type": "closed", "instance": ADDRESS},
-]
-
+from tests.chord.remote.grammar_examples import SNAPSHOT, UPDATES
 
 # -- errors -----------------------------------------------------------------------------------
 

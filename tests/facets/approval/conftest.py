@@ -8,54 +8,25 @@ or, for presentation-only tests, a small provider of the same contract (:class:`
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import anyio
 import dialog_support
 import pytest
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
-from chord.facets.environment import ServiceSpawner
 from facets_approval.contract import ApprovalDecision, ApprovalDialogs, check_decision
 
 
-class ScriptedDialog:
-    """A contract-conforming dialog instance that records the decisions it receives.
-
-    Only ``implementation`` (the request state and ``decide``) is spawned; the recording stays
-    on this object, out of the service's members.
-    """
-
-    def __init__(self, env: FacetEnvironment, request: dict[str, Any]) -> None:
-        self.decisions: list[ApprovalDecision] = []
-        self.decided = anyio.Event()
-
-        async def decide(decision: Any, ctx: Context) -> None:
-            self.decisions.append(check_decision(decision))
-            self.decided.set()
-
-        self.implementation = {"request": env.replicated_state(request), "decide": decide}
-
-
-class ScriptedDialogs:
-    """A stand-in session host: spawns :class:`ScriptedDialog` instances on demand."""
+class ScriptedDialogs(dialog_support.ScriptedDialogs[ApprovalDecision]):
+    """A stand-in session host of ``ApprovalDialogs`` (:mod:`dialog_support`): each dialog it opens
+    records the decisions its ``decide`` receives, checked by ``check_decision``."""
 
     def __init__(self) -> None:
-        self.env: FacetEnvironment | None = None
-        self.spawner: ServiceSpawner[Any] | None = None
-
-        def setup(env: FacetEnvironment) -> None:
-            self.env = env
-            self.spawner = env.provide_many(ApprovalDialogs)
-
-        self.facet = define_facet("test/approval-session", setup)
-
-    def open(self, key: str, request: dict[str, Any]) -> tuple[ScriptedDialog, Callable[[], None]]:
-        assert self.env is not None and self.spawner is not None
-        dialog = ScriptedDialog(self.env, request)
-        return dialog, self.spawner.spawn(key, dialog.implementation)
+        super().__init__(
+            ApprovalDialogs,
+            "decide",
+            lambda decision, _request: check_decision(decision),
+            "approval",
+        )
 
 
 def bash_request(call_id: str = "call-1", command: str = "ls -la") -> dict[str, Any]:
@@ -132,6 +103,7 @@ class Kit:
     ScriptedTui = ScriptedTui
     bash_request = staticmethod(bash_request)
     presentation = staticmethod(dialog_support.presentation)
+    shown = staticmethod(dialog_support.shown)
     title = staticmethod(dialog_support.dialog_title)
     body = staticmethod(dialog_support.dialog_body)
     options = staticmethod(dialog_support.dialog_options)

@@ -12,19 +12,19 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import dialog_support
 import pytest
-from anyio.abc import TaskGroup
 from textual import events
 
 from chord.context import BACKGROUND, Context, cancel_scope
-from chord.facets import Facet, FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.facets import Facet, FacetEnvironment, create_facet_host, define_facet
 from chord.remote import RemoteServiceError, ServiceCall
 from chord.services import InstanceAddress
 from facets_approval.contract import ApprovalDialogs
 from facets_approval.session import ApprovalRules, approval_session_facet, session_facet
 from facets_approval.tui import tui_facet
 from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
-from pico3.harness import ConversationHandle, Harness, HarnessOptions
+from pico3.harness import Harness, HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import JsonlStorage, MemoryStorage, Storage
 from pico3.tools import ToolDeclaration, ToolResult
@@ -53,23 +53,14 @@ class Tools:
 
 
 @dataclass
-class Session:
-    worker: HarnessServiceApi
-    host: FacetHost
-    group: TaskGroup
+class Session(dialog_support.FeatureSession):
+    """The session worker (:class:`dialog_support.FeatureSession`) and the tools it runs."""
+
     tools: Tools
-
-    async def root(self) -> ConversationHandle:
-        return await self.worker.harness.root(BACKGROUND)
-
-    async def tool_slot(self, index: int = 0) -> dict[str, Any]:
-        sticky = await (await self.root()).sticky(BACKGROUND)
-        return sticky["turn"]["tools"][index]
 
     async def results(self) -> list[dict[str, Any]]:
         """The tool result messages of the root conversation, oldest first."""
-        entries = await (await self.root()).entries(BACKGROUND, limit=100)
-        return [_message(e) for e in reversed(entries) if e.kind == "pi.tool_result"]
+        return [_message(e) for e in await self.result_entries()]
 
     async def run(self, text: str) -> None:
         """Send ``text`` and wait until its turn is done."""

@@ -46,12 +46,7 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
 ) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         request = kit.bash_request(command="rm -rf build/")
         request |= {"rule": RULE, "scopes": ["session", "user"]}
         dialog, _close = scripted.open("1:call-1", request)
@@ -68,10 +63,9 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
         assert "enter answers" in hint and "esc denies" in hint  # what Esc does, said on it
         await pilot.press(*keys)
         with anyio.fail_after(10):
-            await dialog.decided.wait()
-        assert dialog.decisions == [decision]
+            await dialog.answered.wait()
+        assert dialog.answers == [decision]
         await app.until(lambda: app.dialog() is None)  # the modal slot was given back
-        group.cancel_scope.cancel()
 
 
 @pytest.mark.parametrize("letter", ["y", "a", "n"])
@@ -81,44 +75,33 @@ async def test_a_letter_answers_nothing(
     # The old single-key shortcuts: "a" of a word chose "Always allow bash" (issue 36 item 2).
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         dialog, _close = scripted.open("1:call-1", kit.bash_request())
         screen = await app.shown_dialog(pilot)
         # the arming time is an hour while the key is checked (a loaded machine cannot let it
         # run out before the check), then the stated time again
         monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", 3600.0)
         await pilot.press(letter)
-        assert dialog.decisions == [] and app.dialog() is screen and not screen.answered
+        assert dialog.answers == [] and app.dialog() is screen and not screen.answered
         assert not screen.armed  # a text key arms the dialog again
         monkeypatch.setattr(textual_dialogs, "ARMING_SECONDS", ARMING_SECONDS)
         await pilot.press(letter)  # (restarts the stated time)
         screen = await app.shown_dialog(pilot)
         await pilot.press("2", "enter")  # Allow once, Deny: this request offers no rule
         with anyio.fail_after(10):
-            await dialog.decided.wait()
-        assert dialog.decisions == [{"decision": "deny", "by": "tui"}]
-        group.cancel_scope.cancel()
+            await dialog.answered.wait()
+        assert dialog.answers == [{"decision": "deny", "by": "tui"}]
 
 
 async def test_closing_the_instance_dismisses_the_modal_without_a_decision(kit: Any) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         dialog, close = scripted.open("1:call-1", kit.bash_request())
         await app.shown_dialog(pilot)
         close()  # e.g. another presentation's decision was recorded, or the call was aborted
         await app.until(lambda: app.dialog() is None)
-        assert dialog.decisions == []
+        assert dialog.answers == []
         notice = "Already answered in another window (or no longer needed): Allow bash?"
         with anyio.fail_after(10):  # the toast is a message the app handles next
             while not app._notifications:
@@ -130,20 +113,14 @@ async def test_closing_the_instance_dismisses_the_modal_without_a_decision(kit: 
         assert "$ make" in kit.body(screen)
         await pilot.press("enter")
         with anyio.fail_after(10):
-            await second.decided.wait()
-        assert second.decisions == [{"decision": "allow", "by": "tui"}]
-        group.cancel_scope.cancel()
+            await second.answered.wait()
+        assert second.answers == [{"decision": "allow", "by": "tui"}]
 
 
 async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         first, _ = scripted.open("1:a", kit.bash_request("a", "first"))
         second, _ = scripted.open("1:b", kit.bash_request("b", "second"))
         screen = await app.shown_dialog(pilot)
@@ -154,12 +131,11 @@ async def test_two_open_dialogs_are_shown_one_after_the_other(kit: Any) -> None:
         await app.shown_dialog(pilot)
         await pilot.press("down", "enter")  # deny the other one (Allow once, Deny: no rule offered)
         with anyio.fail_after(10):
-            await first.decided.wait()
-            await second.decided.wait()
+            await first.answered.wait()
+            await second.answered.wait()
         allowed, denied = (first, second) if shown_first else (second, first)
-        assert allowed.decisions == [{"decision": "allow", "by": "tui"}]
-        assert denied.decisions == [{"decision": "deny", "by": "tui"}]
-        group.cancel_scope.cancel()
+        assert allowed.answers == [{"decision": "allow", "by": "tui"}]
+        assert denied.answers == [{"decision": "deny", "by": "tui"}]
 
 
 async def test_a_presentation_that_connects_late_sees_and_answers_an_open_dialog(
@@ -181,8 +157,8 @@ async def test_a_presentation_that_connects_late_sees_and_answers_an_open_dialog
             assert "$ git push" in kit.body(screen)
             await pilot.press("enter")
             with anyio.fail_after(10):
-                await dialog.decided.wait()
-        assert dialog.decisions == [{"decision": "allow", "by": "tui"}]
+                await dialog.answered.wait()
+        assert dialog.answers == [{"decision": "allow", "by": "tui"}]
         group.cancel_scope.cancel()
 
 

@@ -4,6 +4,7 @@ the rules say, and a listing (names only) does not."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from facets_approval.rules import RuleSet, SourcedRule, parse_rule
@@ -69,3 +70,29 @@ def test_the_path_is_resolved_once_and_every_check_sees_that_real_path(tmp_path:
     assert credentials_verdict("read", {"path": "d/x"}, work, str(home), real=secret).kind == (
         "ask"
     )
+
+
+def test_every_check_resolves_a_path_as_the_file_tools_do(tmp_path: Path) -> None:
+    """The rules, the read-only checks and the edit checks resolve a path with one function
+    (``rules.tool_path``), the twin of the tools' ``resolve_path``: the real path approved is
+    the one the tool opens. ``link/../x`` is ``x`` (the tool normalises before following a
+    link; the checks followed ``link`` first and approved ``elsewhere/x``, so the tool then
+    failed the call as "path changed"), and ``~user/x`` is in that user's home (the read
+    checks took ``~user`` for a folder of the workspace)."""
+    import getpass
+
+    from coding_agent.worker.tools.spec import resolve_path
+    from facets_approval.rules import tool_path
+    from facets_approval.session import edit_target
+
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (work / "link").symlink_to(tmp_path / "elsewhere" / "deep")
+    home = os.path.expanduser("~")
+    user = getpass.getuser()
+    for spelled in ("link/../notes.txt", "@sub/x.py", "sub/../../y", "~/z", f"~{user}/z", "/abs/q"):
+        tool = os.path.realpath(resolve_path(spelled, work))
+        assert os.path.realpath(tool_path(spelled, str(work), home)) == tool, spelled
+        assert read_target("read", {"path": spelled}, str(work), home) == tool, spelled
+        assert edit_target({"path": spelled}, str(work)) == tool, spelled

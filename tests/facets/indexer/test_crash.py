@@ -11,60 +11,16 @@ written once logically.
 from __future__ import annotations
 
 import json
-import os
-import select
-import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 from facets_indexer.contract import INDEX_FILE_NAME
 from facets_indexer.store import IndexStore
+from tests.crash_child import child_line
 
 CHILD = Path(__file__).with_name("_crash_worker.py")
-TIMEOUT = 30.0
 FILES = 26  # batches of 4: seven batches, the last one short
 BATCHES = 7
-
-
-def read_line(proc: subprocess.Popen[bytes]) -> str:
-    """One stdout line from the child, with a timeout (a hung child fails, never hangs)."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    data = b""
-    while not data.endswith(b"\n"):
-        ready, _, _ = select.select([fd], [], [], TIMEOUT)
-        assert ready, "the crash worker stopped talking"
-        chunk = os.read(fd, 1)
-        if not chunk:
-            err = proc.stderr.read().decode() if proc.stderr else ""
-            raise AssertionError(f"the crash worker exited: {err}")
-        data += chunk
-    return data.decode().strip()
-
-
-def run_child(directory: Path, park: str) -> tuple[subprocess.Popen[bytes], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(CHILD), str(directory), park],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        line = read_line(proc)
-        if park == "recover":
-            assert proc.wait(timeout=TIMEOUT) == 0
-        else:
-            os.kill(proc.pid, signal.SIGKILL)
-            assert proc.wait(timeout=TIMEOUT) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
-    return proc, line
 
 
 def make_tree(root: Path) -> None:
@@ -82,13 +38,13 @@ def attempts(directory: Path) -> list[tuple[str, str]]:
 
 
 def kill_after_attempt(directory: Path, n: int) -> str:
-    _proc, line = run_child(directory, str(n))
+    line = child_line(CHILD, directory, str(n), kill=True)
     assert line.startswith("parked ")
     return line.removeprefix("parked ")
 
 
 def recover(directory: Path) -> dict[str, object]:
-    _proc, line = run_child(directory, "recover")
+    line = child_line(CHILD, directory, "recover", kill=False)
     assert line.startswith("done ")
     return json.loads(line.removeprefix("done "))
 

@@ -8,54 +8,25 @@ or, for presentation-only tests, a small provider of the same contract (:class:`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import anyio
 import dialog_support
 import pytest
 
-from chord.context import Context
-from chord.facets import FacetEnvironment, define_facet
-from chord.facets.environment import ServiceSpawner
 from facets_question.contract import QuestionDialogs, QuestionResponse, check_response
 
 
-class ScriptedDialog:
-    """A contract-conforming question instance that records the responses it receives.
-
-    Only ``implementation`` (the request state and ``submit``) is spawned; the recording stays
-    on this object, out of the service's members.
-    """
-
-    def __init__(self, env: FacetEnvironment, request: dict[str, Any]) -> None:
-        self.responses: list[QuestionResponse] = []
-        self.submitted = anyio.Event()
-
-        async def submit(response: Any, ctx: Context) -> None:
-            self.responses.append(check_response(response, request))  # type: ignore[arg-type]
-            self.submitted.set()
-
-        self.implementation = {"request": env.replicated_state(request), "submit": submit}
+def _check(response: Any, request: dict[str, Any]) -> QuestionResponse:
+    return check_response(response, request)  # type: ignore[arg-type]
 
 
-class ScriptedDialogs:
-    """A stand-in session host: spawns :class:`ScriptedDialog` instances on demand."""
+class ScriptedDialogs(dialog_support.ScriptedDialogs[QuestionResponse]):
+    """A stand-in session host of ``QuestionDialogs`` (:mod:`dialog_support`): each dialog it opens
+    records the responses its ``submit`` receives, checked by ``check_response``."""
 
     def __init__(self) -> None:
-        self.env: FacetEnvironment | None = None
-        self.spawner: ServiceSpawner[Any] | None = None
-
-        def setup(env: FacetEnvironment) -> None:
-            self.env = env
-            self.spawner = env.provide_many(QuestionDialogs)
-
-        self.facet = define_facet("test/question-session", setup)
-
-    def open(self, key: str, request: dict[str, Any]) -> tuple[ScriptedDialog, Callable[[], None]]:
-        assert self.env is not None and self.spawner is not None
-        dialog = ScriptedDialog(self.env, request)
-        return dialog, self.spawner.spawn(key, dialog.implementation)
+        super().__init__(QuestionDialogs, "submit", _check, "question")
 
 
 def question_request(
@@ -89,6 +60,7 @@ class Kit:
     ScriptedTui = ScriptedTui
     question_request = staticmethod(question_request)
     presentation = staticmethod(dialog_support.presentation)
+    shown = staticmethod(dialog_support.shown)
     title = staticmethod(dialog_support.dialog_title)
     body = staticmethod(dialog_support.dialog_body)
     options = staticmethod(dialog_support.dialog_options)

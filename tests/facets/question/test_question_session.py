@@ -8,22 +8,21 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import dialog_support
 import pytest
-from anyio.abc import TaskGroup
 
 from chord.context import BACKGROUND, Context
-from chord.facets import FacetEnvironment, FacetHost, create_facet_host, define_facet
+from chord.facets import FacetEnvironment, create_facet_host, define_facet
 from chord.remote import RemoteServiceError, ServiceCall
 from chord.services import InstanceAddress
 from facets_question.contract import QuestionDialogs, QuestionRequest, QuestionResponse
 from facets_question.session import question_tool, session_facet
 from facets_question.tui import tui_facet
 from pico3 import HarnessService, HarnessServiceApi, harness_session_facet
-from pico3.harness import ConversationHandle, HarnessOptions
+from pico3.harness import HarnessOptions
 from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
 from pico3.storage import MemoryStorage
 from pico3.tools import InvalidArguments, ToolApi
@@ -35,23 +34,7 @@ MODEL = {"provider": "faux", "modelId": "faux-1"}
 ANSWER_MEMO = "tool:answer"
 
 
-@dataclass
-class Session:
-    worker: HarnessServiceApi
-    host: FacetHost
-    group: TaskGroup
-
-    async def root(self) -> ConversationHandle:
-        return await self.worker.harness.root(BACKGROUND)
-
-    async def tool_slot(self, index: int = 0) -> dict[str, Any]:
-        sticky = await (await self.root()).sticky(BACKGROUND)
-        return sticky["turn"]["tools"][index]
-
-    async def results(self) -> list[Any]:
-        """The tool result entries of the root conversation, oldest first."""
-        entries = await (await self.root()).entries(BACKGROUND, limit=100)
-        return [e for e in reversed(entries) if e.kind == "pi.tool_result"]
+Session = dialog_support.FeatureSession
 
 
 def result_message(entry: Any) -> dict[str, Any]:
@@ -109,7 +92,7 @@ async def test_the_answer_is_the_tool_result_with_the_arguments_as_details(kit: 
         prompt.answer("green")
         with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         message = result_message(entry)
         assert message["isError"] is False
         assert message["content"][0]["text"] == "User answered: green"
@@ -124,7 +107,7 @@ async def test_a_cancelled_question_is_an_error_result(kit: Any) -> None:
         prompt.answer(None)  # Escape
         with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         assert result_message(entry)["isError"] is True
         assert result_message(entry)["content"][0]["text"] == "User cancelled"
 
@@ -142,7 +125,7 @@ async def test_the_first_answer_wins_and_the_other_presentation_is_dismissed(kit
         with anyio.fail_after(60):
             await one.dismissed.wait()
             await handle.wait(BACKGROUND)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         assert result_message(entry)["content"][0]["text"] == "User answered: red"
 
 
@@ -164,7 +147,7 @@ async def test_a_late_presentation_sees_and_answers_the_open_question(kit: Any) 
             (await late.next_prompt()).answer("red")
             with anyio.fail_after(60):
                 await handle.wait(BACKGROUND)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         assert result_message(entry)["content"][0]["text"] == "User answered: red"
 
 
@@ -221,11 +204,11 @@ async def test_bad_answers_and_unknown_keys_are_refused_and_nothing_is_recorded(
                     await s.host.services.invoke(hidden, BACKGROUND)
                 assert caught_member.value.code == "service_member_not_found"
             assert ANSWER_MEMO not in (await s.tool_slot()).get("memos", {})  # nothing recorded
-            assert await s.results() == []
+            assert await s.result_entries() == []
             await dialog.submit({"outcome": "answered", "answer": "green"}, BACKGROUND)
             with anyio.fail_after(60):
                 await handle.wait(BACKGROUND)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         assert result_message(entry)["content"][0]["text"] == "User answered: green"
 
 
@@ -314,6 +297,6 @@ async def test_the_textual_modal_answers_a_real_question_with_free_text(kit: Any
         with anyio.fail_after(60):
             await handle.wait(BACKGROUND)
         await app.until(lambda: app.dialog() is None)
-        (entry,) = await s.results()
+        (entry,) = await s.result_entries()
         assert result_message(entry)["content"][0]["text"] == "User answered: teal"
         assert entry.data["details"] == {**COLOUR, "answer": "teal"}

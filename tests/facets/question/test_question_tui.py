@@ -45,12 +45,7 @@ async def test_the_modal_offers_options_and_free_text_and_submits_the_answer(
 ) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         request = kit.question_request(**request_kwargs)
         dialog, _close = scripted.open("1:call-1", request)
         screen = await app.shown_dialog(pilot)
@@ -61,46 +56,33 @@ async def test_the_modal_offers_options_and_free_text_and_submits_the_answer(
         assert len(screen.query(Input)) == 1  # free text allowed
         await pilot.press(*keys)
         with anyio.fail_after(10):
-            await dialog.submitted.wait()
-        assert dialog.responses == [response]
+            await dialog.answered.wait()
+        assert dialog.answers == [response]
         await app.until(lambda: app.dialog() is None)
-        group.cancel_scope.cancel()
 
 
 async def test_options_only_questions_have_no_text_field(kit: Any) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         dialog, _ = scripted.open("1:call-1", kit.question_request(allow_text=False))
         screen = await app.shown_dialog(pilot)
         assert len(screen.query(Input)) == 0
         await pilot.press("down", "enter")
         with anyio.fail_after(10):
-            await dialog.submitted.wait()
-        assert dialog.responses == [{"outcome": "answered", "answer": "green", "by": "tui"}]
-        group.cancel_scope.cancel()
+            await dialog.answered.wait()
+        assert dialog.answers == [{"outcome": "answered", "answer": "green", "by": "tui"}]
 
 
 async def test_closing_the_instance_dismisses_the_question(kit: Any) -> None:
     app = kit.DialogApp()
     scripted = kit.ScriptedDialogs()
-    async with (
-        app.run_test() as pilot,
-        anyio.create_task_group() as group,
-        create_facet_host([scripted.facet]) as session,
-        kit.presentation(session, [tui_facet], app.tui, group),
-    ):
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
         dialog, close = scripted.open("1:call-1", kit.question_request())
         await app.shown_dialog(pilot)
         close()
         await app.until(lambda: app.dialog() is None)
-        assert dialog.responses == []
-        group.cancel_scope.cancel()
+        assert dialog.answers == []
 
 
 async def test_a_presentation_that_connects_late_sees_and_answers_an_open_question(
@@ -122,8 +104,8 @@ async def test_a_presentation_that_connects_late_sees_and_answers_an_open_questi
             assert kit.title(screen) == "Ship it?"
             await pilot.press("enter")
             with anyio.fail_after(10):
-                await dialog.submitted.wait()
-        assert dialog.responses == [{"outcome": "answered", "answer": "red", "by": "tui"}]
+                await dialog.answered.wait()
+        assert dialog.answers == [{"outcome": "answered", "answer": "red", "by": "tui"}]
         group.cancel_scope.cancel()
 
 

@@ -13,68 +13,19 @@ a chosen point; the test SIGKILLs it there and runs the child again to recover:
 from __future__ import annotations
 
 import json
-import os
-import select
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.crash_child import child_line
+
 CHILD = Path(__file__).with_name("_task_crash_child.py")
-TIMEOUT = 30.0
-
-
-def read_line(proc: subprocess.Popen[bytes]) -> str:
-    """One stdout line from the child, with a timeout (a hung child fails, never hangs)."""
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    data = b""
-    while not data.endswith(b"\n"):
-        ready, _, _ = select.select([fd], [], [], TIMEOUT)
-        assert ready, "the crash child stopped talking"
-        chunk = os.read(fd, 1)
-        assert chunk, (
-            f"the crash child exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-        )
-        data += chunk
-    return data.decode().strip()
-
-
-def run_child(directory: Path, stage: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, str(CHILD), str(directory), stage],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
 
 
 def kill_at(directory: Path, stage: str) -> None:
-    proc = run_child(directory, stage)
-    try:
-        assert read_line(proc) == f"parked {stage}"
-        os.kill(proc.pid, signal.SIGKILL)
-        assert proc.wait(timeout=TIMEOUT) == -signal.SIGKILL
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    assert child_line(CHILD, directory, stage, kill=True) == f"parked {stage}"
 
 
 def recover(directory: Path) -> dict[str, object]:
-    proc = run_child(directory, "recover")
-    try:
-        line = read_line(proc)
-        assert proc.wait(timeout=TIMEOUT) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+    line = child_line(CHILD, directory, "recover", kill=False)
     assert line.startswith("done ")
     return json.loads(line.removeprefix("done "))
 

@@ -77,6 +77,7 @@ __all__ = [
     "SourcedRule",
     "Verdict",
     "parse_rule",
+    "tool_path",
 ]
 
 RuleKind = Literal["allow", "ask", "deny"]
@@ -245,6 +246,18 @@ def _bash_rule(text: str, spec: str) -> Rule:
 
 
 def _glob(pattern: str, whole: str) -> str:
+    """A path ``pattern`` (gitignore's syntax) as the text of a regular expression over a
+    ``/``-separated path: ``**/`` is any number of folders, ``**`` anything, ``*`` anything but
+    ``/``, ``?`` one character but ``/``, ``[abc]`` (``[!abc]``) a class, ``\\x`` the character
+    ``x``. Raises :class:`RuleError` naming ``whole`` (the rule's pattern) for an unclosed ``[``
+    or a lone trailing ``\\``: a deny rule that does not parse is refused, never read as less.
+
+    The memory rules' ``paths`` globs (``coding_agent.context.memory_rules.glob_pattern``) are
+    a twin on purpose: the same ``**``, ``*`` and ``?``, but Claude Code's ``{a,b}`` braces
+    instead of classes and escapes (here a ``{`` is literal, as in gitignore), and no error.
+    A feature package and the app share no module but pico3's and chord's public names, so
+    each keeps its own; ``tests/app/context/test_memory_rules.py`` checks with generated
+    patterns that the two agree wherever both syntaxes do."""
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -305,15 +318,34 @@ def _path_regex(pattern: str, root: str, home: str) -> re.Pattern[str]:
     return re.compile(f"{head}/{middle}{_glob(rest, pattern)}(?:/.*)?", re.DOTALL)
 
 
-def _candidates(path: str, workspace: str, real: str | None = None) -> tuple[str, str]:
-    """A tool's path as written (absolute, normalised) and with symlinks followed (``real``,
-    when the caller resolved it already)."""
+def tool_path(path: str, workspace: str, home: str | None = None) -> str:
+    """A tool's ``path`` argument as the file tools spell it, before a symlink is followed:
+    a leading ``@`` dropped (a mention copied from the prompt), ``~`` expanded (``~/x`` in
+    ``home`` when given, else in the user's home; ``~user/x`` in that user's), relative to
+    ``workspace``, normalised (``a/../b`` is ``b``, as the tool reads it). Its real path,
+    ``os.path.realpath(tool_path(...))``, is the file the tool opens.
+
+    The one resolution of the approval feature: the rules (:func:`_candidates`), the
+    read-only checks (``searched.read_target``) and the edit checks (``session.edit_target``)
+    all start here, so every check sees the path the tool then works on. It mirrors the app's
+    ``coding_agent.worker.tools.spec.resolve_path``, which a feature may not import; the tool
+    fails a call whose real path is not the one approved, and
+    ``tests/facets/approval/test_searched.py`` checks the two agree."""
     if path.startswith("@"):
         path = path[1:]
+    if home is not None and (path == "~" or path.startswith("~/")):
+        path = home + path[1:]
     expanded = os.path.expanduser(path)
     if not os.path.isabs(expanded):
         expanded = os.path.join(os.path.expanduser(workspace), expanded)
-    return os.path.normpath(expanded), real if real is not None else os.path.realpath(expanded)
+    return os.path.normpath(expanded)
+
+
+def _candidates(path: str, workspace: str, real: str | None = None) -> tuple[str, str]:
+    """A tool's path as written (:func:`tool_path`) and with symlinks followed (``real``,
+    when the caller resolved it already)."""
+    spelled = tool_path(path, workspace)
+    return spelled, real if real is not None else os.path.realpath(spelled)
 
 
 Match = Literal["yes", "no", "maybe"]

@@ -31,7 +31,7 @@ from pathlib import Path
 from pico3 import DEFAULT_DENY_READ, walk_files
 
 from .guarded import path_within
-from .rules import RuleSet, SourcedRule, Verdict
+from .rules import RuleSet, SourcedRule, Verdict, tool_path
 
 __all__ = [
     "PATH_TOOLS",
@@ -56,18 +56,16 @@ def read_target(tool: str, arguments: object, workspace: str, home: str) -> str 
 
 
 def _target(arguments: object, workspace: str, home: str) -> str | None:
-    """The call's path resolved as the tools resolve it (``~`` expanded, relative to the
-    workspace, symlinks followed); a folder tool without one searches the workspace."""
+    """The call's path resolved as the tools resolve it (:func:`~.rules.tool_path`: ``~``
+    expanded, relative to the workspace), symlinks followed; a folder tool without one
+    searches the workspace."""
     fields: dict[str, object] = arguments if isinstance(arguments, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     path = fields.get("path")
     if path is None or path == "":
         path = "."
     if not isinstance(path, str):
         return None
-    spelled = path[1:] if path.startswith("@") else path
-    if spelled == "~" or spelled.startswith("~/"):
-        spelled = home + spelled[1:]
-    return os.path.realpath(os.path.join(workspace, spelled))
+    return os.path.realpath(tool_path(path, workspace, home))
 
 
 def credentials_verdict(

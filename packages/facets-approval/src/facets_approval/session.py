@@ -173,7 +173,7 @@ from .restrictions import (
     effective_mode,
     outside_write_reason,
 )
-from .rules import RuleSet, Verdict
+from .rules import RuleSet, Verdict, tool_path
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, read_target, search_verdict, searches
 from .suggest import suggest_rule
@@ -292,23 +292,13 @@ DEFAULT_RULES = ApprovalRules()
 edits); everything else is read-only."""
 
 
-def _resolve(path: str, workspace: str) -> str:
-    """A tool's ``path`` argument as the file tools resolve it, every symlink followed."""
-    if path.startswith("@"):
-        path = path[1:]
-    expanded = os.path.expanduser(path)
-    if not os.path.isabs(expanded):
-        expanded = os.path.join(os.path.expanduser(workspace), expanded)
-    return os.path.realpath(expanded)
-
-
 def edit_target(arguments: object, workspace: str | None) -> str | None:
     """The real path an edit with ``arguments`` targets (resolved once, symlinks followed), or
     ``None`` when it has no usable ``path`` or no workspace is known."""
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return None
-    return _resolve(path, workspace)
+    return os.path.realpath(tool_path(path, workspace))
 
 
 def confinement(
@@ -334,7 +324,7 @@ def confinement(
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return "its target path is not known, so it cannot be confined to the project"
-    target = real if real is not None else _resolve(path, workspace)
+    target = real if real is not None else os.path.realpath(tool_path(path, workspace))
     spelled = path[1:] if path.startswith("@") else path
     reason = guarded_reason(os.path.expanduser(spelled), workspace, guarded, real=target)
     if reason is not None:
@@ -380,7 +370,7 @@ def _existing_size(arguments: object, workspace: str | None) -> int | None:
     path = arguments.get("path") if isinstance(arguments, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if not isinstance(path, str) or not path or workspace is None:
         return None
-    target = _resolve(path, workspace)
+    target = os.path.realpath(tool_path(path, workspace))
     try:
         return os.path.getsize(target) if os.path.isfile(target) else None
     except OSError:

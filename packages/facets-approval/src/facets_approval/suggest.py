@@ -18,9 +18,9 @@ from .rules import (
     RuleError,
     RuleSet,
     SourcedRule,
-    _candidates,  # pyright: ignore[reportPrivateUsage] - one package
-    _match_words,  # pyright: ignore[reportPrivateUsage]
+    _match_words,  # pyright: ignore[reportPrivateUsage] - one package
     parse_rule,
+    tool_path,
 )
 from .shell import analyse_command
 
@@ -184,7 +184,7 @@ def suggest_rule(
         if not isinstance(path, str) or not path:
             return None
         here = workspace or os.getcwd()
-        target = _candidates(path, here)[0]
+        target = tool_path(path, here)
         base = os.path.normpath(root or here)
         escaped = re.sub(r"([*?\[\]\\])", r"\\\1", target)
         if target.startswith(base.rstrip("/") + "/"):

@@ -57,7 +57,17 @@ def rule_files(folder: Path) -> list[Path]:
 def glob_pattern(glob: str) -> re.Pattern[str]:
     """``glob`` (Claude Code's ``paths`` syntax) as a regular expression over a ``/``-separated
     relative path: ``**/`` is any number of folders, ``**`` anything, ``*`` anything but ``/``,
-    ``?`` one character but ``/``, ``{a,b}`` either; a leading ``./`` or ``/`` is dropped."""
+    ``?`` one character but ``/``, ``{a,b}`` either; a leading ``./`` or ``/`` is dropped.
+
+    The permission rules' path patterns have a twin translator on purpose
+    (``facets_approval.rules._glob``): the same ``**/``, ``**``, ``*`` and ``?``, but
+    gitignore's syntax besides (``[abc]`` classes and ``\\`` escapes, no braces: a ``{`` there
+    is a literal character) and a ``RuleError`` for a pattern that does not parse, since a
+    deny rule must never quietly match less than it says. Here braces are Claude Code's
+    ``paths`` syntax (``src/**/*.{ts,tsx}``), and nothing fails: a rule's globs only choose when
+    it is read. The app may not import a feature package, so each keeps its own;
+    ``tests/app/context/test_memory_rules.py`` checks with generated patterns that the two agree
+    wherever both syntaxes do."""
     glob = glob.strip().removeprefix("./").lstrip("/")
     out: list[str] = []
     index, depth = 0, 0

@@ -15,6 +15,11 @@ A provider adapter (``anthropic``, ``openai``, and any later one) subclasses
 * **error mapping**: :meth:`SdkProvider._classify`; the Stainless-generated SDKs (``anthropic``,
   ``openai``) share :func:`classify_stainless` and only say what a status error means.
 
+An adapter whose API searches the web itself subclasses :class:`SearchingProvider` (the
+``web_search`` switch and :meth:`~SdkProvider.serves_search`), and every adapter reads what a
+thinking level sends from its own table with :func:`thinking_setting` (one error for a level
+the table lacks).
+
 Where an SDK differs from these two, an adapter overrides one more method, still its own wire:
 :meth:`SdkProvider._client_keywords` for a client made with other credentials (the Anthropic
 SDK's Bedrock and Vertex clients take a region and cloud credentials, not an API key), and
@@ -36,7 +41,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
-from typing import Any, ClassVar, Protocol, Required, TypedDict, cast
+from typing import Any, ClassVar, Protocol, Required, TypedDict, TypeVar, Unpack, cast
 
 import anyio
 import msgspec
@@ -66,8 +71,10 @@ __all__ = [
     "ProviderOptions",
     "Sdk",
     "SdkProvider",
+    "SearchingProvider",
     "classify_stainless",
     "connection_error",
+    "thinking_setting",
 ]
 
 ENCODER = msgspec.json.Encoder()
@@ -332,6 +339,37 @@ class SdkProvider:
             ctx=ctx,
             ending=mapper.ending,
         )
+
+
+class SearchingProvider(SdkProvider):
+    """An :class:`SdkProvider` whose API searches the web itself for some models (Anthropic's
+    and OpenAI's server tool, Gemini's Google Search grounding): it serves the ``web_search``
+    tool for a model whose :attr:`~pico3.models.ModelInfo.supports_web_search` is set, unless
+    made with ``web_search=False`` (:meth:`serves_search`). How the search is asked for is the
+    adapter's (its ``_params``, or a ``search_web`` of its own)."""
+
+    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
+        """``web_search``: offer the provider's own web search where the model has it; the
+        other keyword arguments are :class:`SdkProvider`'s."""
+        super().__init__(**options)
+        self.web_search = web_search
+
+    def serves_search(self, info: ModelInfo) -> bool:
+        """The provider's own search serves ``info``'s model and is not turned off."""
+        return self.web_search and info.supports_web_search
+
+
+_Setting = TypeVar("_Setting")
+
+
+def thinking_setting(table: Mapping[Any, _Setting], level: str) -> _Setting:
+    """What an adapter sends for thinking ``level`` (not ``off``, which sends nothing): its
+    entry in ``table`` (a budget of tokens, a reasoning effort). A level the table lacks fails
+    the request, not retried: ``ModelProviderError("unknown thinking level 'x'")``."""
+    setting = table.get(level)
+    if setting is None:
+        raise ModelProviderError(f"unknown thinking level {level!r}", retryable=False)
+    return setting
 
 
 def classify_stainless(

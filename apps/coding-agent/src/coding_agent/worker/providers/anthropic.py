@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Unpack, cast
+from typing import Any, cast
 
 import msgspec
 
@@ -48,11 +48,11 @@ from coding_agent.worker.providers._core import (
     ENCODER,
     NO_ENDPOINT_STATUSES,
     Mapper,
-    ProviderOptions,
     Sdk,
-    SdkProvider,
+    SearchingProvider,
     classify_stainless,
     request_url,
+    thinking_setting,
 )
 from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
@@ -195,11 +195,7 @@ def build_params(
         if search:
             params["tools"].append(dict(WEB_SEARCH_TOOL))
     if request.thinking_level != "off" and info.supports_thinking:
-        budget = THINKING_BUDGETS.get(request.thinking_level)
-        if budget is None:
-            raise ModelProviderError(
-                f"unknown thinking level {request.thinking_level!r}", retryable=False
-            )
+        budget = thinking_setting(THINKING_BUDGETS, request.thinking_level)
         total = min(max_tokens + budget, info.max_output)
         if total <= budget:
             budget = total - _MIN_BUDGET
@@ -638,9 +634,10 @@ _USAGE_FIELDS = (
 )
 
 
-class AnthropicProvider(SdkProvider):
+class AnthropicProvider(SearchingProvider):
     """A :class:`pico3.models.ModelProvider` backed by ``anthropic.AsyncAnthropic`` (keyword
-    arguments: :class:`._core.SdkProvider`)."""
+    arguments: :class:`._core.SearchingProvider`; ``web_search`` offers Anthropic's own web
+    search tool where the model has it: module docstring)."""
 
     api = API
     sdk = Sdk(
@@ -657,16 +654,6 @@ class AnthropicProvider(SdkProvider):
         supports_thinking=True,
         supports_images=True,
     )
-
-    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
-        """``web_search``: offer Anthropic's own web search where the model has it (module
-        docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
-        super().__init__(**options)
-        self.web_search = web_search
-
-    def serves_search(self, info: ModelInfo) -> bool:
-        """The provider's own search serves ``info``'s model and is not turned off."""
-        return self.web_search and info.supports_web_search
 
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return wire_memo()

@@ -45,17 +45,17 @@ import itertools
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
-from typing import Any, Unpack
+from typing import Any
 
 import msgspec
 
 from coding_agent.worker.provider_search import GroundedAnswer, SearchFailed, grounded_text
 from coding_agent.worker.providers._core import (
     Mapper,
-    ProviderOptions,
     Sdk,
-    SdkProvider,
+    SearchingProvider,
     connection_error,
+    thinking_setting,
 )
 from coding_agent.worker.providers._drive import SdkStream
 from coding_agent.worker.providers._memo import FoldMemo
@@ -140,11 +140,7 @@ def build_params(
             }
         ]
     if request.thinking_level != "off" and info.supports_thinking:
-        budget = THINKING_BUDGETS.get(request.thinking_level)
-        if budget is None:
-            raise ModelProviderError(
-                f"unknown thinking level {request.thinking_level!r}", retryable=False
-            )
+        budget = thinking_setting(THINKING_BUDGETS, request.thinking_level)
         config["thinking_config"] = {"include_thoughts": True, "thinking_budget": budget}
     contents = _contents(request.messages) if memo is None else memo.render(request.messages)
     return {"model": request.model, "contents": contents, "config": config}
@@ -408,9 +404,10 @@ def _name(value: Any) -> str:
     return str(getattr(value, "name", None) or value)
 
 
-class GoogleProvider(SdkProvider):
+class GoogleProvider(SearchingProvider):
     """A :class:`pico3.models.ModelProvider` for Gemini backed by ``google.genai.Client`` (keyword
-    arguments: :class:`._core.SdkProvider`)."""
+    arguments: :class:`._core.SearchingProvider`; ``web_search`` runs the ``web_search`` tool as
+    a Google Search grounded request where the model has it: module docstring)."""
 
     api = API
     sdk = Sdk(package="google.genai", client="Client", path="", decode=lambda _e, _d: None)
@@ -426,16 +423,6 @@ class GoogleProvider(SdkProvider):
         supports_thinking=True,
         supports_images=True,
     )
-
-    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
-        """``web_search``: run ``web_search`` as a Google Search grounded request where the model
-        has it (module docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
-        super().__init__(**options)
-        self.web_search = web_search
-
-    def serves_search(self, info: ModelInfo) -> bool:
-        """Google Search grounding serves ``info``'s model and is not turned off."""
-        return self.web_search and info.supports_web_search
 
     async def search_web(self, query: str, info: ModelInfo) -> GroundedAnswer:
         """One ``generate_content`` request with only the ``google_search`` tool and ``query``

@@ -59,6 +59,7 @@ from coding_agent.worker.providers._core import (
     SdkProvider,
     classify_stainless,
     request_url,
+    thinking_setting,
 )
 from coding_agent.worker.providers._drive import SdkStream
 from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
@@ -257,11 +258,7 @@ def build_params(
             for t in request.tools
         ]
     if request.thinking_level != "off" and info.supports_thinking and compat.reasoning_effort:
-        effort = REASONING_EFFORT.get(request.thinking_level)
-        if effort is None:
-            raise ModelProviderError(
-                f"unknown thinking level {request.thinking_level!r}", retryable=False
-            )
+        effort = thinking_setting(REASONING_EFFORT, request.thinking_level)
         params["reasoning_effort"] = effort
     return params
 

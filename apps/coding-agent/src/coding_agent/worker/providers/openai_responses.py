@@ -49,11 +49,17 @@ connection errors are the ``openai`` SDK's, classified as the Chat Completions a
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, Unpack
+from typing import Any
 
 import msgspec
 
-from coding_agent.worker.providers._core import ENCODER, Mapper, ProviderOptions, Sdk, SdkProvider
+from coding_agent.worker.providers._core import (
+    ENCODER,
+    Mapper,
+    Sdk,
+    SearchingProvider,
+    thinking_setting,
+)
 from coding_agent.worker.providers._memo import FoldMemo, JoinedChunks
 from coding_agent.worker.providers._sse import Last
 from coding_agent.worker.providers.openai import REASONING_EFFORT, classify_error
@@ -174,11 +180,7 @@ def build_params(
     if info.supports_thinking:
         params["include"] = ["reasoning.encrypted_content"]
         if request.thinking_level != "off":
-            effort = REASONING_EFFORT.get(request.thinking_level)
-            if effort is None:
-                raise ModelProviderError(
-                    f"unknown thinking level {request.thinking_level!r}", retryable=False
-                )
+            effort = thinking_setting(REASONING_EFFORT, request.thinking_level)
             params["reasoning"] = {"effort": effort, "summary": "auto"}
     return params
 
@@ -508,9 +510,10 @@ _DELTAS = frozenset(
 )
 
 
-class OpenAIResponsesProvider(SdkProvider):
+class OpenAIResponsesProvider(SearchingProvider):
     """A :class:`pico3.models.ModelProvider` for the Responses API backed by ``openai.AsyncOpenAI``
-    (keyword arguments: :class:`._core.SdkProvider`)."""
+    (keyword arguments: :class:`._core.SearchingProvider`; ``web_search`` offers OpenAI's own web
+    search tool where the model has it: module docstring)."""
 
     api = API
     sdk = Sdk(
@@ -533,18 +536,8 @@ class OpenAIResponsesProvider(SdkProvider):
         supports_images=True,
     )
 
-    def __init__(self, *, web_search: bool = True, **options: Unpack[ProviderOptions]) -> None:
-        """``web_search``: offer OpenAI's own web search where the model has it (module
-        docstring); the other keyword arguments are :class:`._core.SdkProvider`'s."""
-        super().__init__(**options)
-        self.web_search = web_search
-
     def _wire_memo(self, key: Hashable) -> FoldMemo:
         return FoldMemo(_Fold)
-
-    def serves_search(self, info: ModelInfo) -> bool:
-        """The provider's own search serves ``info``'s model and is not turned off."""
-        return self.web_search and info.supports_web_search
 
     def _params(self, request: Request, info: ModelInfo, mapper: Mapper) -> dict[str, Any]:
         return build_params(request, info, memo=self._memo(), web_search=self.web_search)

@@ -38,7 +38,7 @@ import anyio.to_thread
 
 from .exact import TargetChanged, open_exact, write_exact
 from .host import HASH_LIMIT, EditorFiles, FileStamp, ReadLedger
-from .spec import ToolError
+from .spec import ToolContext, ToolError, resolve_path
 
 __all__ = [
     "OPEN_TIMEOUT",
@@ -54,6 +54,7 @@ __all__ = [
     "open_regular",
     "put_content",
     "read_whole",
+    "real_root",
     "real_target",
     "record_text",
     "record_written",
@@ -305,6 +306,21 @@ def real_target(path: Path, shown: str, checked: str | None, verb: str = "write"
             {"reason": "path_changed", "checked": checked, "now": real},
         )
     return Path(real)
+
+
+async def real_root(
+    args: dict[str, object], tools: ToolContext, verb: str = "search"
+) -> tuple[str, Path]:
+    """``(shown, root)`` of a search or listing (``grep``, ``find``, ``ls``): its ``path``
+    argument as the model wrote it (``.`` when none) and the real folder or file it works in,
+    resolved once as the approval checked it (:func:`real_target`, failing ``Cannot <verb>``
+    when it leads elsewhere now). Raises :class:`ToolError` ``Path not found: <shown>`` when
+    nothing is there."""
+    shown = str(args.get("path") or ".")
+    root = real_target(resolve_path(shown, tools.cwd), shown, tools.checked_target, verb=verb)
+    if not await anyio.Path(root).exists():
+        raise ToolError(f"Path not found: {shown}")
+    return shown, root
 
 
 def changed_error(shown: str, error: TargetChanged, verb: str = "write") -> ToolError:

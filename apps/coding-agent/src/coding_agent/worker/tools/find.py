@@ -23,7 +23,7 @@ import anyio.to_thread
 from pico3 import walk_files
 
 from .exact import TargetChanged
-from .files import changed_error, real_target
+from .files import changed_error, real_root
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
     OnUpdate,
@@ -32,7 +32,6 @@ from .spec import (
     ToolResult,
     ToolSpec,
     abortable,
-    resolve_path,
     text_result,
 )
 from .truncate import DEFAULT_MAX_BYTES, format_size, truncate_head
@@ -104,11 +103,7 @@ def _find_python(pattern: str, root: Path, limit: int) -> tuple[list[str], bool]
 
 
 async def _find(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
-    shown = args.get("path") or "."
-    spelled = resolve_path(shown, tools.cwd)
-    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
-    if not await anyio.Path(root).exists():
-        raise ToolError(f"Path not found: {shown}")
+    shown, root = await real_root(args, tools)  # as approved
     if not await anyio.Path(root).is_dir():
         raise ToolError(f"Not a directory: {shown}")
     limit = int(args.get("limit") or DEFAULT_FIND_LIMIT)

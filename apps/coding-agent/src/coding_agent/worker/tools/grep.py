@@ -35,7 +35,7 @@ import anyio.to_thread
 from pico3 import walk_files
 
 from .exact import TargetChanged
-from .files import changed_error, describe_mode, real_target
+from .files import changed_error, describe_mode, real_root
 from .read import looks_binary
 from .search import RG_COMMON_FLAGS, collect, glob_filter, open_rg, read_lines, use_ripgrep
 from .spec import (
@@ -45,7 +45,6 @@ from .spec import (
     ToolResult,
     ToolSpec,
     abortable,
-    resolve_path,
     text_result,
 )
 from .truncate import (
@@ -242,11 +241,7 @@ def _grep_python(args: dict[str, Any], root: Path, is_file: bool, found: _Collec
 
 
 async def _grep(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
-    shown = args.get("path") or "."
-    spelled = resolve_path(shown, tools.cwd)
-    root = real_target(spelled, shown, tools.checked_target, verb="search")  # as approved
-    if not await anyio.Path(root).exists():
-        raise ToolError(f"Path not found: {shown}")
+    shown, root = await real_root(args, tools)  # as approved
     is_file = await anyio.Path(root).is_file()
     if not is_file and not await anyio.Path(root).is_dir():
         what = describe_mode((await anyio.Path(root).stat()).st_mode) or "not a regular file"

@@ -26,7 +26,7 @@ import anyio.to_thread
 from pico3 import IgnoreRules
 
 from .exact import TargetChanged, open_folder
-from .files import changed_error, real_target
+from .files import changed_error, real_root
 from .spec import (
     OnUpdate,
     ToolContext,
@@ -85,13 +85,8 @@ def _list(root: Path) -> tuple[list[str], int]:
 
 
 async def _ls(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | None) -> ToolResult:
-    shown_path = args.get("path") or "."
-    spelled = resolve_path(shown_path, tools.cwd)
-    root = real_target(spelled, shown_path, tools.checked_target, verb="list")  # as approved
-    folder = anyio.Path(root)
-    if not await folder.exists():
-        raise ToolError(f"Path not found: {shown_path}")
-    if not await folder.is_dir():
+    shown_path, root = await real_root(args, tools, verb="list")  # as approved
+    if not await anyio.Path(root).is_dir():
         raise ToolError(f"Not a directory: {shown_path}")
     await tools.about_to_read(root, shown_path)
     try:
@@ -103,6 +98,7 @@ async def _ls(args: dict[str, Any], tools: ToolContext, on_update: OnUpdate | No
     except OSError as error:
         raise ToolError(f"Cannot list {shown_path}: {error.strerror or error}") from None
     limit = int(args.get("limit") or DEFAULT_LS_LIMIT)
+    spelled = resolve_path(shown_path, tools.cwd)  # the path as written, for the details
     details: dict[str, Any] = {"path": str(spelled), "count": len(entries), "ignored": ignored}
     notices: list[str] = []
     if len(entries) > limit:
