@@ -474,6 +474,7 @@ PUBLIC: dict[str, frozenset[str]] = {
     "facets_subagents.contract": frozenset(
         {
             "MAX_TURNS_KEY",
+            "MCP_SERVERS_KEY",
             "PERMISSION_MODE_KEY",
             "AGENT_TOOL",
             "SKILLS_SERVICE",

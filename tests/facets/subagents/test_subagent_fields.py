@@ -211,8 +211,6 @@ def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> No
     )
     loaded = load_definitions(env=env_for(tmp_path))
     assert list(loaded.warnings) == [  # background: false is what happens anyway: no word
-        f"{path}:6: mcpServers is not honoured: no MCP server is started for this subagent; it "
-        "can call the session's MCP servers' tools (mcp__server__tool names) only",
         f"{path}:5: memory is not honoured: no persistent memory is kept for this subagent; "
         "each run starts from its prompt alone",
         f"{path}:4: isolation is not honoured: the subagent gets no worktree of its own and "

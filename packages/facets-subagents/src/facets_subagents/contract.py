@@ -23,6 +23,7 @@ from chord import Context, Service, define_service
 __all__ = [
     "AGENT_TOOL",
     "MAX_TURNS_KEY",
+    "MCP_SERVERS_KEY",
     "PERMISSION_MODE_KEY",
     "SKILLS_SERVICE",
     "SUBAGENT_KIND",
@@ -49,6 +50,12 @@ MAX_TURNS_KEY = "maxTurns"
 """The key of a ``subagents.run`` task's input holding the definition's ``maxTurns``: the
 subagent stops after that many model turns and reports what it has, saying so."""
 
+MCP_SERVERS_KEY = "mcpServers"
+"""The key of a ``subagents.run`` task's input holding the definition's ``mcpServers``: a list
+whose items are a configured server's name or ``{name: entry}`` (``.mcp.json``'s shape). The
+MCP feature reads it, by this name, from the task that owns a conversation: it starts the inline
+servers when the subagent's first model call is prepared, offers their tools (and the named
+servers') to that conversation alone, and stops them when the task ends."""
 
 THINKING_KEY = "thinkingLevel"
 """The key of a ``subagents.run`` task's input holding the thinking level the subagent's

@@ -27,8 +27,9 @@ no frontmatter, no ``name``, no ``description``. Two files of one folder with th
 the later in name order is used, with a warning naming both. Of Claude Code's other fields,
 ``permissionMode`` (:data:`PERMISSION_MODES`: ``plan`` makes the subagent read-only; a looser
 value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into the system
-prompt when the subagent starts) and ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) are
-honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
+prompt when the subagent starts), ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) and
+``mcpServers`` (servers started for the subagent alone by the MCP feature, not in a plugin's
+agent: :data:`PLUGIN_IGNORED`) are honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
 what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
 :data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
@@ -52,6 +53,7 @@ __all__ = [
     "LOOSER_MODES",
     "NOT_USED",
     "PERMISSION_MODES",
+    "PLUGIN_IGNORED",
     "AgentDefinition",
     "Definitions",
     "Waiting",
@@ -95,8 +97,6 @@ subagents inherit the session's effort."""
 NOT_USED: Mapping[str, str] = {
     "hooks": "hooks scoped to this subagent are not run; the session's hooks (PreToolUse, "
     "PostToolUse, SubagentStop, ...) apply to its tool calls as to any conversation's",
-    "mcpServers": "no MCP server is started for this subagent; it can call the session's MCP "
-    "servers' tools (mcp__server__tool names) only",
     "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
     "alone",
     "isolation": "the subagent gets no worktree of its own and works in the session's project "
@@ -106,6 +106,11 @@ NOT_USED: Mapping[str, str] = {
 }
 """Claude Code fields this agent reads but does not honour, and what happens instead: one
 warning each, naming the file and line (``color`` is cosmetic: no warning)."""
+
+PLUGIN_IGNORED = ("mcpServers",)
+"""Fields a plugin's agent may not use (Claude Code ignores them there too, for the same reason:
+a plugin would otherwise start programs of its choosing inside a subagent): warned about and
+left out."""
 
 ISOLATION_ASKS = (
     "; so that its changes do not land there unseen, it runs in ask mode: each call that needs "
@@ -153,6 +158,10 @@ class AgentDefinition:
     """The line of ``skills`` (for a warning about a skill not found)."""
     thinking: str | None = None
     """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); ``None``: the caller's."""
+    mcp_servers: tuple[Any, ...] = ()
+    """``mcpServers``: each the name of a server the session has configured, or ``{name:
+    entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
+    feature reads them from the task's input, :data:`~.contract.MCP_SERVERS_KEY`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -241,9 +250,12 @@ def _distinct(folders: list[Path]) -> list[Path]:
     return kept
 
 
-def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str, ...]]:
+def parse_definition(
+    text: str, source: str, *, plugin: bool = False
+) -> tuple[AgentDefinition, tuple[str, ...]]:
     """One definition and its warnings; raises ``ValueError`` naming the problem (prefixed
-    with the line, ``"3: ..."``, when one line is at fault)."""
+    with the line, ``"3: ..."``, when one line is at fault). ``plugin``: the file is a Claude
+    Code plugin's, whose :data:`PLUGIN_IGNORED` fields are warned about and left out."""
     match = _FRONT.match(text.lstrip("\ufeff").replace("\r\n", "\n"))
     if match is None:
         raise ValueError(
@@ -290,6 +302,14 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
     max_turns = _max_turns(fields, front.lines, source, notes)
     skills = _skills(fields, front.lines, source, notes)
     thinking = _effort(fields, front.lines, source, notes)
+    mcp_servers = _mcp_servers(fields, front.lines, source, notes)
+    if plugin and mcp_servers:
+        notes.append(
+            f"{source}:{front.lines.get('mcpServers', 1)}: mcpServers is not honoured in a "
+            "plugin's agent (as in Claude Code): no server is started for this subagent; "
+            "configure the server in .mcp.json or mcp.json instead"
+        )
+        mcp_servers = ()
     given = [key for key in NOT_USED if fields.get(key) not in (None, False, [], {}, "", "none")]
     for key, instead in NOT_USED.items():
         if key in given:
@@ -321,6 +341,7 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             skills=skills,
             skills_line=front.lines.get("skills", 1),
             thinking=thinking,
+            mcp_servers=mcp_servers,
         ),
         warnings,
     )
@@ -414,6 +435,45 @@ def _effort(
     return level
 
 
+def _mcp_servers(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> tuple[Any, ...]:
+    """``mcpServers`` as Claude Code takes it: a list whose items are a configured server's
+    name or ``{name: entry}`` (an object of several names is split into one item each); an
+    object ``{name: entry}`` is read as that list. Another item is left out with a warning."""
+    value = fields.get("mcpServers")
+    if value in (None, [], {}, ""):
+        return ()
+    line = lines.get("mcpServers", 1)
+    items: list[Any] = (
+        [{k: v} for k, v in cast(dict[str, Any], value).items()]
+        if isinstance(value, dict)
+        else cast(list[Any], value)
+        if isinstance(value, list)
+        else [value]
+    )
+    kept: list[Any] = []
+    for item in items:
+        if isinstance(item, str) and item.strip():
+            kept.append(item.strip())
+        elif isinstance(item, dict) and item:
+            for name, entry in cast(dict[Any, Any], item).items():
+                if isinstance(entry, dict):
+                    kept.append({str(name): entry})
+                else:
+                    warnings.append(
+                        f"{source}:{line}: mcpServers: server {str(name)!r} must be an object "
+                        f'as .mcp.json writes one ({{"command": ..., "args": [...]}} or '
+                        f'{{"type": "http", "url": ...}}), got {entry!r}; it is left out'
+                    )
+        else:
+            warnings.append(
+                f"{source}:{line}: mcpServers: {item!r} is neither a configured server's name "
+                "nor {name: server}; it is left out"
+            )
+    return tuple(kept)
+
+
 def _names(value: Any) -> list[str] | None:
     """A comma-separated string's or a list's names (``None`` for another value)."""
     if isinstance(value, str):
@@ -432,12 +492,18 @@ def _agent_files(folder: Path) -> list[Path]:
 
 
 def _folder(
-    folder: Path, into: dict[str, AgentDefinition], errors: list[str], warnings: list[str]
+    folder: Path,
+    into: dict[str, AgentDefinition],
+    errors: list[str],
+    warnings: list[str],
+    plugin: bool = False,
 ) -> None:
     seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
         try:
-            definition, notes = parse_definition(path.read_text(encoding="utf-8"), str(path))
+            definition, notes = parse_definition(
+                path.read_text(encoding="utf-8"), str(path), plugin=plugin
+            )
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(f"{path}: cannot read it ({exc}); the agent is skipped")
             continue
@@ -487,7 +553,9 @@ def load_definitions(
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
     warnings: list[str] = []
-    for folder in [*map(Path, plugin_agents), *agent_folders(project, project_trusted, env)]:
+    for folder in map(Path, plugin_agents):
+        _folder(folder, agents, errors, warnings, plugin=True)
+    for folder in agent_folders(project, project_trusted, env):
         _folder(folder, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

@@ -50,6 +50,7 @@ from .claude_code import resolve_model
 from .contract import (
     AGENT_TOOL,
     MAX_TURNS_KEY,
+    MCP_SERVERS_KEY,
     PERMISSION_MODE_KEY,
     SKILLS_SERVICE,
     SUBAGENT_KIND,
@@ -339,6 +340,8 @@ class Subagents:
                 task_input[PERMISSION_MODE_KEY] = definition.permission_mode
             if definition.max_turns is not None:
                 task_input[MAX_TURNS_KEY] = definition.max_turns
+            if definition.mcp_servers:  # started for it alone by the MCP feature
+                task_input[MCP_SERVERS_KEY] = list(definition.mcp_servers)
             thinking = definition.thinking or config.get("thinkingLevel")
             if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
                 task_input[THINKING_KEY] = thinking
