@@ -475,6 +475,7 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "MAX_TURNS_KEY",
             "MCP_SERVERS_KEY",
+            "HOOKS_KEY",
             "PERMISSION_MODE_KEY",
             "AGENT_TOOL",
             "SKILLS_SERVICE",

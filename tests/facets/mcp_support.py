@@ -128,9 +128,9 @@ async def session(
     extra_facets: Sequence[Any] = (),
 ) -> AsyncIterator[Session]:
     """A session host: pico3's harness facet, the approval facet (its dialogs answered by a
-    test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
-    (``mcp_env`` entries are added to the config's environment); ``extra_facets`` join them (the
-subagents feature's, say)."""
+        test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
+        (``mcp_env`` entries are added to the config's environment); ``extra_facets`` join them (the
+    subagents feature's, say)."""
     extra = dict(services or {})
     services = {
         "models": Models([FauxProvider(list(script))]),

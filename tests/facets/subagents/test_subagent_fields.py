@@ -158,9 +158,6 @@ def test_a_looser_permission_mode_and_the_other_fields_are_named_with_file_and_l
         "authority than the session; it runs in the session's mode",
         f"{edits}:7: maxTurns must be a whole number of turns (1 or more), got 'many'; the "
         "subagent runs without a limit",
-        f"{edits}:5: hooks is not honoured: hooks scoped to this subagent are not run; the "
-        "session's hooks (PreToolUse, PostToolUse, SubagentStop, ...) apply to its tool calls "
-        "as to any conversation's",
         f"{fixer}:5: permissionMode: bypassPermissions is not honoured: a subagent never gets "
         "more authority than the session; it runs in the session's mode",
         f"{quiet}:4: permissionMode: dontAsk is not honoured yet: the subagent runs in the "

@@ -7,6 +7,7 @@ points (docs/design/harness.md#hooks).
   command (stdin JSON, timeout, exit code, JSON output);
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;
+* :mod:`.agent_hooks` — a subagent's own hooks (its agent definition's), for it alone;
 * :mod:`.tui` — ``/hooks``;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 

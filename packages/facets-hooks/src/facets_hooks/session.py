@@ -31,6 +31,10 @@ Each event and where it runs (docs/design/harness.md#hook-points):
                       view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
 ===================== ==================================================================
 
+A subagent's own hooks (its agent definition's ``hooks``, :mod:`.agent_hooks`) run after the
+session's on its ``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure`` and ``SubagentStop``
+only, the same way.
+
 **Safety.** A hook only ever adds restrictions: the session's approval (modes, rules, guarded
 paths) keeps deciding whether a call may run, and a hook's ``"allow"`` never lets through what
 approval would block or ask about (Claude Code lets an ``allow`` skip the prompt; we do not).
@@ -56,7 +60,6 @@ stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -83,6 +86,7 @@ from pico3 import (
     explain_refusal,
 )
 
+from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
 from .protocol import (
     WAITING_MESSAGES,
@@ -96,8 +100,11 @@ from .protocol import (
 )
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
+    add_text,
     post_notes,
     pre_verdict,
+    prompt_key,
+    prompt_text,
     prompt_verdict,
     replaced_output,
     start_context,
@@ -115,28 +122,6 @@ KEEP_NOTIFIED = 500
 COLLAPSE_KIND = "pi.collapse"
 
 
-def _add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
-    content = message.get("content")
-    if isinstance(content, str):
-        message["content"] = f"{text}\n\n{content}" if before else f"{content}\n\n{text}"
-    elif isinstance(content, list):
-        block = {"type": "text", "text": text}
-        message["content"] = [block, *content] if before else [*content, block]  # pyright: ignore[reportUnknownVariableType]
-
-
-def _prompt_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
-
-
-def _prompt_key(message: dict[str, Any]) -> str:
-    raw = json.dumps([message.get("content"), message.get("timestamp")], sort_keys=True)
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]
-
-
 class Hooks:
     """One activation's hooks: the loaded settings and the handlers on the hook points."""
 
@@ -151,6 +136,9 @@ class Hooks:
         self._continued: dict[int, str] = {}  # conversation -> the Stop continuation it got
         self._warned: set[str] = set()
         self._ns: Any = None
+        self.agents = AgentHooks()
+        """Each subagent's own hooks (its definition's ``hooks``: :mod:`.agent_hooks`)."""
+        self._where: dict[str, Any] = {"project": None, "trusted": False, "env": os.environ}
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -158,12 +146,16 @@ class Hooks:
         project = services.get("project_root") or services.get("workspace")
         self.cwd = str(services.get("workspace") or project or os.getcwd())
         env = services.get("mcp_env")
+        trusted = bool(services.get("project_trusted", False))
+        env = os.environ if env is None else env
         self.loaded = load_hooks(
-            env=os.environ if env is None else env,
+            env=env,
             project=project,
-            project_trusted=bool(services.get("project_trusted", False)),
+            project_trusted=trusted,
             plugins=services.get("claude_plugins"),
         )
+        self._where = {"project": project and str(project), "trusted": trusted, "env": env}
+        self.agents.clear()
         state_dir = services.get("state_dir")
         self.session_id = Path(state_dir).parent.name if isinstance(state_dir, str) else ""
         self.child_env = ChildEnvironment.of(services).environ(
@@ -246,10 +238,18 @@ class Hooks:
             return False
         return len(await registry.ancestry(conversation_id, ctx)) > 1
 
+    async def hooks_for(self, event: str, conversation_id: int, ctx: Context) -> list[HookSpec]:
+        """The session's hooks of ``event``, then the conversation's own (a subagent's)."""
+        own = await self.agents.of(
+            self._harness.harness, conversation_id, ctx, warn=self.warn, **self._where
+        )
+        return [*self.loaded.for_event(event), *own.for_event(event)]
+
     async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names = tool_names(name, arguments)
-        hooks = [h for h in self.loaded.for_event("PreToolUse") if h.matches(names)]
+        found = await self.hooks_for("PreToolUse", api.conversation_id, ctx)
+        hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
@@ -276,7 +276,8 @@ class Hooks:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names, failed = tool_names(name, arguments), result.is_error
         event = "PostToolUseFailure" if failed else "PostToolUse"
-        hooks = [h for h in self.loaded.for_event(event) if h.matches(names)]
+        found = await self.hooks_for(event, api.conversation_id, ctx)
+        hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
@@ -335,20 +336,20 @@ class Hooks:
         # the newest message the model reads (system prompt messages are placed after it)
         last = next((m for m in reversed(messages) if m.get("role") != "system"), None)
         prompt = last if isinstance(last, dict) and last.get("role") == "user" else None
-        if prompt is not None and _prompt_text(prompt) != self._continued.get(api.conversation_id):
+        if prompt is not None and prompt_text(prompt) != self._continued.get(api.conversation_id):
             self._continued.pop(api.conversation_id, None)  # a prompt of the user: a new stop
         else:
             prompt = None  # the model's own turn goes on, or a Stop hook's continuation
-        keys = [_prompt_key(message) for message in users]  # before anything is added
+        keys = [prompt_key(message) for message in users]  # before anything is added
         stored: dict[str, Any] = {}
         if prompt_hooks:
             conversation = await self._harness.harness.conversation(api.conversation_id, ctx)
             if conversation is None:  # pragma: no cover - the generation's conversation exists
                 return None
             stored = await self._stored_prompts(conversation, ctx)
-            if prompt is not None and _prompt_key(prompt) not in stored:
-                key = _prompt_key(prompt)
-                verdict = await self._prompt_verdict(prompt_hooks, _prompt_text(prompt), ctx)
+            if prompt is not None and prompt_key(prompt) not in stored:
+                key = prompt_key(prompt)
+                verdict = await self._prompt_verdict(prompt_hooks, prompt_text(prompt), ctx)
                 stored[key] = verdict
                 ns = self._ns
 
@@ -369,11 +370,9 @@ class Hooks:
                     "Do nothing; say only that the prompt was blocked by a hook.)"
                 )
             elif verdict.get("context"):
-                _add_text(
-                    message, f"UserPromptSubmit hook additional context: {verdict['context']}"
-                )
+                add_text(message, f"UserPromptSubmit hook additional context: {verdict['context']}")
         if self.session_context:
-            _add_text(users[0], self.session_context, before=True)
+            add_text(users[0], self.session_context, before=True)
         return {"messages": messages}
 
     async def _prompt_verdict(
@@ -395,11 +394,12 @@ class Hooks:
         return verdict
 
     async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
-        if not (self.loaded.for_event("Stop") or self.loaded.for_event("SubagentStop")):
-            return None
         owned = await self.owned(api.conversation_id, ctx)
-        event = "SubagentStop" if owned else "Stop"
-        hooks = self.loaded.for_event(event)
+        event = "SubagentStop" if owned else "Stop"  # a subagent's own Stop is SubagentStop
+        if owned:  # the session's SubagentStop hooks, then the subagent's own
+            hooks = await self.hooks_for(event, api.conversation_id, ctx)
+        else:
+            hooks = self.loaded.for_event(event)
         if not hooks:
             return None
         active = api.conversation_id in self._continued

@@ -52,6 +52,8 @@ _log = logging.getLogger("facets_mcp")
 SCOPED_KEY = "mcpServers"
 """The key of a task's input (the subagents feature's ``subagents.run``) listing the servers of
 the conversation it owns: names of configured servers, or ``{name: entry}``."""
+SUBAGENT_KIND = "subagents.run"
+"""The only task kind whose input's servers are started (the subagents feature's)."""
 
 
 class ScopedHost(Protocol):
@@ -152,7 +154,7 @@ class ScopedServers:
             record = await handle.commit(lambda tx, _c: tx.conversation(conversation_id), ctx)
             owner = getattr(record, "owner", None)
             task = await harness.get_task(owner, ctx) if type(owner) is int else None
-            given: Any = task.input if task is not None else None
+            given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
             entries = given.get(SCOPED_KEY) if isinstance(given, dict) else None
             if type(owner) is int and isinstance(entries, list) and entries:
                 agent = str(cast(dict[str, Any], given).get("agent") or "subagent")

@@ -22,6 +22,7 @@ from chord import Context, Service, define_service
 
 __all__ = [
     "AGENT_TOOL",
+    "HOOKS_KEY",
     "MAX_TURNS_KEY",
     "MCP_SERVERS_KEY",
     "PERMISSION_MODE_KEY",
@@ -56,6 +57,13 @@ whose items are a configured server's name or ``{name: entry}`` (``.mcp.json``'s
 MCP feature reads it, by this name, from the task that owns a conversation: it starts the inline
 servers when the subagent's first model call is prepared, offers their tools (and the named
 servers') to that conversation alone, and stops them when the task ends."""
+HOOKS_KEY = "hooks"
+"""The key of a ``subagents.run`` task's input holding the definition's own ``hooks``:
+``{"source": <agent file>, "hooks": {event: [{matcher, hooks: [...]}]}}`` (settings.json's shape,
+``Stop`` already renamed ``SubagentStop``). The hooks feature reads it, by this name, from the
+task that owns a conversation and runs those hooks for that conversation alone, after the
+session's. A project's agent files are read only when it is trusted, and a plugin's agent gets
+none, so what reaches here is what the user trusts."""
 
 THINKING_KEY = "thinkingLevel"
 """The key of a ``subagents.run`` task's input holding the thinking level the subagent's

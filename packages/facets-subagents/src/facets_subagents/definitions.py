@@ -28,8 +28,9 @@ the later in name order is used, with a warning naming both. Of Claude Code's ot
 ``permissionMode`` (:data:`PERMISSION_MODES`: ``plan`` makes the subagent read-only; a looser
 value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into the system
 prompt when the subagent starts), ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) and
-``mcpServers`` (servers started for the subagent alone by the MCP feature, not in a plugin's
-agent: :data:`PLUGIN_IGNORED`) are honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
+``mcpServers`` (servers started for the subagent alone by the MCP feature) and ``hooks``
+(:data:`AGENT_HOOK_EVENTS`, run by the hooks feature for the subagent alone) are honoured (the
+last two not in a plugin's agent: :data:`PLUGIN_IGNORED`), ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
 what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
 :data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
@@ -42,11 +43,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from . import fields as read
 from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
+from .fields import AGENT_HOOK_EVENTS, EFFORT_LEVELS, LOOSER_MODES, PERMISSION_MODES
 
 __all__ = [
+    "AGENT_HOOK_EVENTS",
     "EFFORT_LEVELS",
     "GENERAL_PURPOSE",
     "ISOLATION_ASKS",
@@ -66,37 +70,7 @@ __all__ = [
     "waiting_definitions",
 ]
 
-PERMISSION_MODES: Mapping[str, str | None] = {
-    "plan": "plan",
-    "ask": "ask",
-    "default": None,
-}
-"""``permissionMode`` values honoured, and the mode each gives the subagent: ``plan`` (Claude
-Code's and ours) makes it read-only, our ``ask`` makes what needs approval ask; Claude Code's
-``default`` is the session's mode. Looser values (:data:`LOOSER_MODES`) are not honoured: a
-subagent never gets more authority than the session."""
-
-LOOSER_MODES = frozenset({"acceptEdits", "accept-edits", "bypassPermissions", "auto", "sandbox"})
-"""``permissionMode`` values that would let the subagent do what the session might not: the
-subagent runs in the session's mode, with one warning."""
-
-EFFORT_LEVELS: Mapping[str, str] = {
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "xhigh",
-    "max": "xhigh",
-    "off": "off",
-    "minimal": "minimal",
-}
-"""``effort`` (Claude Code's ``low``, ``medium``, ``high``, ``xhigh``, ``max``; our ``off`` and
-``minimal`` too) → the thinking level the subagent's conversation runs at (``/thinking``'s
-levels). ``max`` is our highest, ``xhigh``. No ``effort``: the caller's level, as Claude Code's
-subagents inherit the session's effort."""
-
 NOT_USED: Mapping[str, str] = {
-    "hooks": "hooks scoped to this subagent are not run; the session's hooks (PreToolUse, "
-    "PostToolUse, SubagentStop, ...) apply to its tool calls as to any conversation's",
     "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
     "alone",
     "isolation": "the subagent gets no worktree of its own and works in the session's project "
@@ -107,7 +81,7 @@ NOT_USED: Mapping[str, str] = {
 """Claude Code fields this agent reads but does not honour, and what happens instead: one
 warning each, naming the file and line (``color`` is cosmetic: no warning)."""
 
-PLUGIN_IGNORED = ("mcpServers",)
+PLUGIN_IGNORED = ("hooks", "mcpServers")
 """Fields a plugin's agent may not use (Claude Code ignores them there too, for the same reason:
 a plugin would otherwise start programs of its choosing inside a subagent): warned about and
 left out."""
@@ -158,6 +132,10 @@ class AgentDefinition:
     """The line of ``skills`` (for a warning about a skill not found)."""
     thinking: str | None = None
     """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); ``None``: the caller's."""
+    hooks: Mapping[str, Any] | None = None
+    """``hooks``: ``{event: [{matcher, hooks: [...]}]}`` as settings files write them, only the
+    :data:`AGENT_HOOK_EVENTS` (``Stop`` as ``SubagentStop``); the hooks feature runs them for
+    this subagent's conversation alone (:data:`~.contract.HOOKS_KEY`)."""
     mcp_servers: tuple[Any, ...] = ()
     """``mcpServers``: each the name of a server the session has configured, or ``{name:
     entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
@@ -289,7 +267,7 @@ def parse_definition(
             raise ValueError(f"{line}: {exc}") from None
         tools, tool_lines, warnings = mapped.tools, mapped.lines, mapped.warnings
     disallowed = fields.get("disallowedTools")
-    if disallowed is not None and _names(disallowed) is None:
+    if disallowed is not None and read.names(disallowed) is None:
         line = front.lines.get("disallowedTools", 1)
         raise ValueError(f"{line}: disallowedTools must be a list of tool names or a string")
     model = fields.get("model")
@@ -298,11 +276,11 @@ def parse_definition(
         raise ValueError(f'{line}: model must be a name ("sonnet", "provider/id"), got {model!r}')
     model = None if model is None or str(model).strip() in ("", "inherit") else str(model).strip()
     notes = list(warnings)
-    permission_mode = _permission_mode(fields, front.lines, source, notes)
-    max_turns = _max_turns(fields, front.lines, source, notes)
-    skills = _skills(fields, front.lines, source, notes)
-    thinking = _effort(fields, front.lines, source, notes)
-    mcp_servers = _mcp_servers(fields, front.lines, source, notes)
+    permission_mode = read.permission_mode(fields, front.lines, source, notes)
+    max_turns = read.max_turns(fields, front.lines, source, notes)
+    skills = read.skills(fields, front.lines, source, notes)
+    thinking = read.effort(fields, front.lines, source, notes)
+    mcp_servers = read.mcp_servers(fields, front.lines, source, notes)
     if plugin and mcp_servers:
         notes.append(
             f"{source}:{front.lines.get('mcpServers', 1)}: mcpServers is not honoured in a "
@@ -310,6 +288,13 @@ def parse_definition(
             "configure the server in .mcp.json or mcp.json instead"
         )
         mcp_servers = ()
+    hooks = read.hooks(fields, front.lines, source, notes)
+    if plugin and hooks:
+        notes.append(
+            f"{source}:{front.lines.get('hooks', 1)}: hooks is not honoured in a plugin's agent "
+            "(as in Claude Code): they are not run; put them in the plugin's hooks/hooks.json"
+        )
+        hooks = None
     given = [key for key in NOT_USED if fields.get(key) not in (None, False, [], {}, "", "none")]
     for key, instead in NOT_USED.items():
         if key in given:
@@ -334,7 +319,7 @@ def parse_definition(
             source=source,
             tool_lines=tool_lines,
             written_name="" if name == written else str(written),
-            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in _names(disallowed) or ()),
+            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in read.names(disallowed) or ()),
             permission_mode=permission_mode,
             max_turns=max_turns,
             name_line=front.lines.get("name", 1),
@@ -342,145 +327,10 @@ def parse_definition(
             skills_line=front.lines.get("skills", 1),
             thinking=thinking,
             mcp_servers=mcp_servers,
+            hooks=hooks,
         ),
         warnings,
     )
-
-
-def _permission_mode(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> str | None:
-    """The mode ``permissionMode`` gives the subagent (:data:`PERMISSION_MODES`); a looser or
-    unknown value gives ``None`` (the session's mode) and a warning in ``warnings``."""
-    value = fields.get("permissionMode")
-    if value is None:
-        return None
-    line = lines.get("permissionMode", 1)
-    written = str(value).strip()
-    if written in PERMISSION_MODES:
-        return PERMISSION_MODES[written]
-    if written in LOOSER_MODES:
-        warnings.append(
-            f"{source}:{line}: permissionMode: {written} is not honoured: a subagent never gets "
-            "more authority than the session; it runs in the session's mode"
-        )
-    elif written == "dontAsk":
-        warnings.append(
-            f"{source}:{line}: permissionMode: dontAsk is not honoured yet: the subagent runs in "
-            "the session's mode (a call that needs approval asks rather than being refused)"
-        )
-    else:
-        warnings.append(
-            f"{source}:{line}: permissionMode: {written} is not a permission mode (plan, "
-            "default, acceptEdits, bypassPermissions, dontAsk); the subagent runs in the "
-            "session's mode"
-        )
-    return None
-
-
-def _max_turns(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> int | None:
-    """``maxTurns`` as a whole number of turns; another value gives ``None`` (no limit) and a
-    warning in ``warnings``."""
-    value = fields.get("maxTurns")
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if type(value) is not int or value < 1:
-        warnings.append(
-            f"{source}:{lines.get('maxTurns', 1)}: maxTurns must be a whole number of turns (1 "
-            f"or more), got {value!r}; the subagent runs without a limit"
-        )
-        return None
-    return value
-
-
-def _skills(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> tuple[str, ...]:
-    """``skills`` as names (a YAML list or a comma-separated string, as published agents write
-    it; a plugin's skill as ``plugin:skill``); another value gives none and a warning."""
-    value = fields.get("skills")
-    if value is None:
-        return ()
-    items: list[Any] = cast(list[Any], value) if isinstance(value, list) else []
-    if not isinstance(value, str) and not (
-        isinstance(value, list) and all(isinstance(item, str) for item in items)
-    ):
-        warnings.append(
-            f"{source}:{lines.get('skills', 1)}: skills must be a list of skill names, got "
-            f"{value!r}; the subagent runs without preloaded skills"
-        )
-        return ()
-    return tuple(dict.fromkeys(_names(value) or ()))
-
-
-def _effort(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> str | None:
-    """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); an unknown value gives
-    ``None`` (the caller's level) and a warning."""
-    value = fields.get("effort")
-    if value is None:
-        return None
-    written = str(value).strip()
-    level = EFFORT_LEVELS.get(written.lower())
-    if level is None:
-        warnings.append(
-            f"{source}:{lines.get('effort', 1)}: effort: {written!r} is not an effort level "
-            "(low, medium, high, xhigh, max); the subagent runs at the caller's thinking level"
-        )
-    return level
-
-
-def _mcp_servers(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> tuple[Any, ...]:
-    """``mcpServers`` as Claude Code takes it: a list whose items are a configured server's
-    name or ``{name: entry}`` (an object of several names is split into one item each); an
-    object ``{name: entry}`` is read as that list. Another item is left out with a warning."""
-    value = fields.get("mcpServers")
-    if value in (None, [], {}, ""):
-        return ()
-    line = lines.get("mcpServers", 1)
-    items: list[Any] = (
-        [{k: v} for k, v in cast(dict[str, Any], value).items()]
-        if isinstance(value, dict)
-        else cast(list[Any], value)
-        if isinstance(value, list)
-        else [value]
-    )
-    kept: list[Any] = []
-    for item in items:
-        if isinstance(item, str) and item.strip():
-            kept.append(item.strip())
-        elif isinstance(item, dict) and item:
-            for name, entry in cast(dict[Any, Any], item).items():
-                if isinstance(entry, dict):
-                    kept.append({str(name): entry})
-                else:
-                    warnings.append(
-                        f"{source}:{line}: mcpServers: server {str(name)!r} must be an object "
-                        f'as .mcp.json writes one ({{"command": ..., "args": [...]}} or '
-                        f'{{"type": "http", "url": ...}}), got {entry!r}; it is left out'
-                    )
-        else:
-            warnings.append(
-                f"{source}:{line}: mcpServers: {item!r} is neither a configured server's name "
-                "nor {name: server}; it is left out"
-            )
-    return tuple(kept)
-
-
-def _names(value: Any) -> list[str] | None:
-    """A comma-separated string's or a list's names (``None`` for another value)."""
-    if isinstance(value, str):
-        return [t.strip() for t in value.split(",") if t.strip()]
-    if isinstance(value, list):
-        return [str(t).strip() for t in value if str(t).strip()]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
-    return None
 
 
 def _agent_files(folder: Path) -> list[Path]:

@@ -49,6 +49,7 @@ from pico3 import (
 from .claude_code import resolve_model
 from .contract import (
     AGENT_TOOL,
+    HOOKS_KEY,
     MAX_TURNS_KEY,
     MCP_SERVERS_KEY,
     PERMISSION_MODE_KEY,
@@ -340,6 +341,8 @@ class Subagents:
                 task_input[PERMISSION_MODE_KEY] = definition.permission_mode
             if definition.max_turns is not None:
                 task_input[MAX_TURNS_KEY] = definition.max_turns
+            if definition.hooks:  # run for its conversation alone by the hooks feature
+                task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
             if definition.mcp_servers:  # started for it alone by the MCP feature
                 task_input[MCP_SERVERS_KEY] = list(definition.mcp_servers)
             thinking = definition.thinking or config.get("thinkingLevel")
