@@ -208,8 +208,6 @@ def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> No
     )
     loaded = load_definitions(env=env_for(tmp_path))
     assert list(loaded.warnings) == [  # background: false is what happens anyway: no word
-        f"{path}:5: memory is not honoured: no persistent memory is kept for this subagent; "
-        "each run starts from its prompt alone",
         f"{path}:4: isolation is not honoured: the subagent gets no worktree of its own and "
         "works in the session's project folder; so that its changes do not land there unseen, "
         "it runs in ask mode: each call that needs approval asks (unless the session's mode is "

@@ -25,6 +25,7 @@ __all__ = [
     "HOOKS_KEY",
     "MAX_TURNS_KEY",
     "MCP_SERVERS_KEY",
+    "MEMORY_KEY",
     "PERMISSION_MODE_KEY",
     "SKILLS_SERVICE",
     "SUBAGENT_KIND",
@@ -64,6 +65,13 @@ HOOKS_KEY = "hooks"
 task that owns a conversation and runs those hooks for that conversation alone, after the
 session's. A project's agent files are read only when it is trusted, and a plugin's agent gets
 none, so what reaches here is what the user trusts."""
+
+MEMORY_KEY = "memory"
+"""The key of a ``subagents.run`` task's input naming the subagent's memory folder (its
+definition's ``memory``): ``{"folder", "base", "scope"}``, the folder created when the call
+was made and ``base`` where it must stay. The approval feature reads it, by this name (its
+``OWNER_MEMORY_KEY``), for the conversation the task owns: reads and edits inside the folder
+are the agent's own and do not ask, while the folder is where it is written."""
 
 THINKING_KEY = "thinkingLevel"
 """The key of a ``subagents.run`` task's input holding the thinking level the subagent's

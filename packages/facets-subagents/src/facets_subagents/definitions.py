@@ -30,7 +30,8 @@ value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into
 prompt when the subagent starts), ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) and
 ``mcpServers`` (servers started for the subagent alone by the MCP feature) and ``hooks``
 (:data:`AGENT_HOOK_EVENTS`, run by the hooks feature for the subagent alone) are honoured (the
-last two not in a plugin's agent: :data:`PLUGIN_IGNORED`), ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
+last two not in a plugin's agent: :data:`PLUGIN_IGNORED`), and so is ``memory`` (a persistent
+folder, :mod:`.memory`), ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
 what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
 :data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
@@ -71,8 +72,6 @@ __all__ = [
 ]
 
 NOT_USED: Mapping[str, str] = {
-    "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
-    "alone",
     "isolation": "the subagent gets no worktree of its own and works in the session's project "
     "folder",
     "background": "the subagent does not run in the background; the caller waits for its "
@@ -136,6 +135,9 @@ class AgentDefinition:
     """``hooks``: ``{event: [{matcher, hooks: [...]}]}`` as settings files write them, only the
     :data:`AGENT_HOOK_EVENTS` (``Stop`` as ``SubagentStop``); the hooks feature runs them for
     this subagent's conversation alone (:data:`~.contract.HOOKS_KEY`)."""
+    memory: str | None = None
+    """``memory``: ``user``, ``project`` or ``local``, the scope of its persistent memory
+    folder (:mod:`.memory`); ``None``: none."""
     mcp_servers: tuple[Any, ...] = ()
     """``mcpServers``: each the name of a server the session has configured, or ``{name:
     entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
@@ -288,6 +290,7 @@ def parse_definition(
             "configure the server in .mcp.json or mcp.json instead"
         )
         mcp_servers = ()
+    memory = read.memory(fields, front.lines, source, notes)
     hooks = read.hooks(fields, front.lines, source, notes)
     if plugin and hooks:
         notes.append(
@@ -328,6 +331,7 @@ def parse_definition(
             thinking=thinking,
             mcp_servers=mcp_servers,
             hooks=hooks,
+            memory=memory,
         ),
         warnings,
     )

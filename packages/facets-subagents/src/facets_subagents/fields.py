@@ -16,6 +16,7 @@ __all__ = [
     "hooks",
     "max_turns",
     "mcp_servers",
+    "memory",
     "names",
     "permission_mode",
     "skills",
@@ -230,4 +231,22 @@ def names(value: Any) -> list[str] | None:
         return [t.strip() for t in value.split(",") if t.strip()]
     if isinstance(value, list):
         return [str(t).strip() for t in value if str(t).strip()]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
+    return None
+
+
+def memory(
+    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
+) -> str | None:
+    """``memory``: ``user``, ``project`` or ``local`` (:mod:`.memory`); another value gives
+    ``None`` (no memory) and a warning."""
+    value = fields.get("memory")
+    if value in (None, "", False, "none"):
+        return None
+    written = str(value).strip()
+    if written in ("user", "project", "local"):
+        return written
+    warnings.append(
+        f"{source}:{lines.get('memory', 1)}: memory: {written!r} is not a memory scope (user, "
+        "project, local); the subagent runs without memory"
+    )
     return None
