@@ -36,7 +36,7 @@ import anyio
 from chord import Context, cancel_scope
 from pico3 import MODEL_CALL_KIND, ToolDeclaration
 
-from .config import parse_servers
+from .config import DEFAULT_STARTUP_TIMEOUT, parse_servers
 from .contract import McpServer, tool_name
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ class ScopedServers:
         async with self._lock:
             names = self._acquire(owner)
         timeout = self._host.startup_timeout
-        with anyio.move_on_after(timeout if timeout else 30.0):
+        with anyio.move_on_after(DEFAULT_STARTUP_TIMEOUT if timeout is None else timeout):
             for name in names:
                 scoped = self._servers.get(name)
                 if scoped is not None:
