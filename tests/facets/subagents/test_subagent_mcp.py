@@ -120,3 +120,39 @@ def test_a_plugins_agent_gets_no_servers_and_a_bad_entry_is_named() -> None:
     definition, warnings = parse_definition(text, "plugin/agents/p.md", plugin=True)
     assert definition.mcp_servers == ()
     assert "mcpServers is not honoured in a plugin's agent" in warnings[-1]
+
+
+class Parallel:
+    """The parent runs ``scratcher`` twice in one message; each calls its server's ``echo``
+    and, once it has the answer, restarts nothing: it reports."""
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        last = request.messages[-1]
+        if not any("scratcher" in s for s in request.system):
+            if isinstance(last, UserMessage):
+                calls = [
+                    faux_tool_call(
+                        "agent",
+                        {"description": f"s{n}", "prompt": f"go {n}", "subagent_type": "scratcher"},
+                        id=f"a{n}",
+                    )
+                    for n in (1, 2)
+                ]
+                return faux_response(*calls)
+            return faux_response("parent done")
+        if isinstance(last, ToolResultMessage):
+            return faux_response("report: done")
+        return faux_response(faux_tool_call("mcp__scratch__echo", {"text": "hi"}, id="e1"))
+
+
+async def test_two_subagents_running_at_once_share_one_server(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    agent_file(tmp_path, marker)
+    write_config(tmp_path / "config", {"shared": stdio_server("--name", "shared")})
+    async with session(tmp_path, [Parallel()] * 20, extra_facets=[subagents_facet]) as s:
+        root = await s.root()
+        await root.set_config({"selectedTools": ["agent"]}, BACKGROUND)
+        results = await s.turn()
+        assert [r["content"][0]["text"] for r in results] == ["report: done"] * 2
+        await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
+    assert len(marker.read_text().split()) == 1  # one server for both
