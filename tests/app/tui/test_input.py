@@ -218,6 +218,41 @@ async def test_ctrl_c_while_a_turn_runs_interrupts_it_as_escape_does(conversatio
         assert app.is_running
 
 
+async def test_ctrl_c_over_a_dialog_of_the_turn_closes_it_without_an_answered_elsewhere_toast(
+    conversation, docs
+) -> None:
+    """Ctrl+C aborts the turn; the dialog its call had open is then taken away by its holder,
+    and the user, who pressed the key, is not told it was "answered in another window"."""
+    from chord.textual import CLOSED_NOTICE, ConfirmScreen
+
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        dialog = ConfirmScreen("Run npm test?", "", "Allow", "Deny")
+        app.push_screen(dialog)
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await docs.until(pilot, lambda: conversation.aborts == 1)
+        dialog.close_from_outside(CLOSED_NOTICE.format(title="Run npm test?"))
+        await pilot.pause()
+        toasts = _toasts(app)
+        assert any(t.startswith("Interrupted. Press Ctrl+C again to quit") for t in toasts)
+        assert not any(t.startswith("Already answered") for t in toasts), toasts
+
+    # without the key, a dialog taken away still says so
+    conversation.change(_busy)
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        dialog = ConfirmScreen("Run npm test?", "", "Allow", "Deny")
+        app.push_screen(dialog)
+        await pilot.pause()
+        dialog.close_from_outside(CLOSED_NOTICE.format(title="Run npm test?"))
+        await pilot.pause()
+        assert any(t.startswith("Already answered") for t in _toasts(app))
+
+
 async def test_ctrl_c_with_text_while_a_turn_runs_clears_the_editor_and_keeps_the_turn(
     conversation, docs
 ) -> None:

@@ -196,7 +196,28 @@ async def test_a_tool_without_its_own_title_lists_its_other_arguments_not_json(
         card = app.transcript.card("q1")
         assert card is not None
         assert card.header_text.endswith("question: Which topic?")
-        assert card.args_text == "options: Testing · Docs"
+        assert card.args_text == "options: Testing · Docs · or an answer of your own"
+
+
+async def test_a_question_card_says_in_words_whether_a_typed_answer_was_accepted(
+    conversation, docs
+) -> None:
+    """The tool's ``allowText`` flag is never shown raw: ``false`` reads "only these"."""
+    from coding_agent.tui import CodingAgentApp
+
+    arguments = {"question": "Which colour?", "options": ["Red", "Blue"], "allowText": False}
+    call = {"type": "toolCall", "id": "q2", "name": "question", "arguments": arguments}
+    conversation.change(
+        lambda doc: doc["entries"].append(docs.assistant_entry(1, docs.assistant_message(call)))
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 30)):
+        await app.wait_rendered()
+        card = app.transcript.card("q2")
+        assert card is not None
+        assert card.header_text.endswith("question: Which colour?")
+        assert card.args_text == "options: Red · Blue (only these)"
+        assert "allowText" not in card.args_text
 
 
 async def test_an_aborted_call_keeps_the_partial_output_it_showed(conversation, docs) -> None:

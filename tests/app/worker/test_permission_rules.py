@@ -201,8 +201,11 @@ async def test_a_project_rule_is_written_to_the_project_config_and_removed_by_pe
             async with anyio.create_task_group() as group:
                 group.start_soon(tui.commands["permissions"], "", BACKGROUND)
                 title, labels, respond = await tui.next_dialog()
-                assert title == "Permission rules (1): Enter removes the chosen one"
-                assert labels == [f"0=allow  Bash(echo:*)  — {config}"]
+                assert title == "Permission rules (1): Enter on a rule removes it"
+                assert labels == [
+                    "add=+ Add a rule… (allow, ask or deny)",
+                    f"0=allow  Bash(echo:*)  — {config}",
+                ]
                 assert tui.bodies[0] == f"Problems (these rules do not apply):\n• {problem}"
                 respond("0")
                 title, labels, respond = await tui.next_dialog()
@@ -240,3 +243,38 @@ async def test_a_claude_deny_rule_blocks_in_a_trusted_project_only(
     else:  # the project's settings are not read: auto mode runs it
         assert not (session.cwd / "keep.txt").exists()
     assert client.approvals == []
+
+
+async def test_a_deny_rule_added_by_permissions_blocks_the_next_call_and_keeps_comments(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    config = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    original = '# my settings\n[permissions]  # rules\nallow = ["Bash(ls:*)"]  # listing is fine\n'
+    config.write_text(original)
+    (session.cwd / "keep.txt").write_text("x")
+    script = write_script(tmp_path / "script.json", [bash("rm keep.txt"), {"text": "done"}])
+    client = Client(approve=deny)
+    args = ("--faux-script", str(script), "--permission-mode", "auto")
+    async with worker_process(session, env, *args) as worker, connected(client, worker.socket):
+        tui = CommandTui()
+        async with presentation(worker.socket, tui):
+            await tui.commands["permissions"]("deny Bash(rm * x) --user", BACKGROUND)
+            assert config.read_text() == original  # byte for byte: nothing was saved
+            await tui.commands["permissions"]("deny Bash(rm:*) --user", BACKGROUND)
+            await tui.commands["permissions"]("deny Bash(rm:*) --user", BACKGROUND)
+        assert tui.notices == [
+            "Not added: deny rule 'Bash(rm * x)' is invalid (a `*` (or another pattern or "
+            "$expansion) is allowed only at the end, as a prefix: Bash(git log:*))",
+            f"Added deny rule Bash(rm:*) to {config}",
+            f"The deny rule Bash(rm:*) is already in {config}; nothing was added",
+        ]
+        assert config.read_text() == (
+            '# my settings\n[permissions]  # rules\nallow = ["Bash(ls:*)"]  # listing is fine\n'
+            'deny = ["Bash(rm:*)"]\n'
+        )
+        await client.root.send({"content": "go"}, BACKGROUND)  # auto mode: rm would run
+        await client.wait_for(client.turn_ended)
+        (result,) = results(client)
+    assert f"the deny rule Bash(rm:*) in {config} matches, so it is denied" in result
+    assert (session.cwd / "keep.txt").exists() and client.approvals == []

@@ -14,6 +14,7 @@ from pico3.models import (
     AssistantMessage,
     Request,
     TextContent,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     faux_response,
@@ -155,3 +156,23 @@ def test_a_negative_latency_is_refused_naming_the_field(tmp_path: Path) -> None:
     path.write_text('{"steps": [], "latency": -1}')
     with pytest.raises(ValueError, match=r"script\.json: invalid faux script: latency is -1"):
         load_script(path)
+
+
+async def test_an_echo_step_answers_with_the_messages_it_was_sent(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('[{"echo": true}, {"echo": true}]')
+    provider = ScriptedProvider(load_script(path))
+    messages: list[Any] = [
+        UserMessage("list\n  it"),
+        AssistantMessage(content=[TextContent("Looking."), ToolCall("c1", "ls", {"path": "."})]),
+        ToolResultMessage("c1", "ls", [TextContent("a.txt\nb.txt")]),
+        UserMessage("and?"),
+    ]
+    echoed = texts(await answer(provider, messages))
+    assert echoed.splitlines() == [
+        "user: list it",
+        "assistant: Looking.",
+        'call ls {"path":"."}',
+        "result ls: a.txt b.txt",
+        "user: and?",
+    ]

@@ -495,8 +495,8 @@ async def test_permissions_lists_every_rule_with_its_source_and_removes_one(
         async with anyio.create_task_group() as group:
             group.start_soon(command, "", BACKGROUND)
             listing = await c.tui.next_prompt()
-            assert listing.title == "Permission rules (2): Enter removes the chosen one"
-            assert listing.choices == ["1", "0"]  # deny first, then allow
+            assert listing.title == "Permission rules (2): Enter on a rule removes it"
+            assert listing.choices == ["add", "1", "0"]  # add, then deny first, then allow
             listing.answer("0")
             confirm = await c.tui.next_prompt()
             assert confirm.title == "Remove the allow rule Bash(ls:*)?"
@@ -510,3 +510,159 @@ async def test_permissions_lists_every_rule_with_its_source_and_removes_one(
         )
         state = await c.rules.refresh(BACKGROUND)
         assert [r["rule"] for r in state["rules"]] == ["Read(./.env)"]
+
+
+# -- adding rules with /permissions -----------------------------------------------------------
+async def test_permissions_adds_a_rule_through_the_screen_asking_again_for_a_bad_one(
+    kit: Any, tmp_path: Path
+) -> None:
+    source = kit.RuleSource({USER: [("allow", "Bash")]}, scopes=("project", "user"))
+    script = [turn(call("bash", "rm", command="rm -rf build")), faux_response("done")]
+    async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+        await c.modes.set_mode("auto", BACKGROUND)
+        command = c.commands.commands["permissions"]
+        async with anyio.create_task_group() as group:
+            group.start_soon(command, "", BACKGROUND)
+            listing = await c.tui.next_prompt()
+            assert listing.choices == ["add", "0"]  # "Add a rule…" first
+            listing.answer("add")
+            kind = await c.tui.next_prompt()
+            assert (kind.title, kind.choices) == ("Add a rule: which kind?", KINDS)
+            kind.answer("deny")
+            typed = await c.tui.next_prompt()
+            assert typed.title == "New deny rule" and typed.allow_text and typed.choices == []
+            typed.answer("Bash(rm * build)")
+            again = await c.tui.next_prompt()  # refused inline with the parser's message
+            assert again.title == "New deny rule"
+            assert (
+                "✗ deny rule 'Bash(rm * build)' is invalid (a `*` (or another pattern or "
+                "$expansion) is allowed only at the end, as a prefix: Bash(git log:*)); nothing "
+                "was saved" in again.body
+            )
+            assert source.files == {USER: [("allow", "Bash")]}  # nothing saved
+            again.answer("  Bash(rm:*) ")
+            scope = await c.tui.next_prompt()
+            assert scope.title == "Where should the deny rule Bash(rm:*) be kept?"
+            assert scope.choices == ["project", "session", "user"]  # Claude Code's order
+            scope.answer("user")
+        assert c.commands.notices[-1] == (f"Added deny rule Bash(rm:*) to {USER}", "information")
+        assert source.files[USER] == [("allow", "Bash"), ("deny", "Bash(rm:*)")]
+        listed = (await c.rules.refresh(BACKGROUND))["rules"]
+        assert {"rule": "Bash(rm:*)", "kind": "deny", "source": USER, "scope": "user"} in listed
+        await s.run("go")  # auto mode, and an allow rule for all of bash: deny still wins
+        results = await s.results()
+    assert (
+        rule_block_reason("bash", f"the deny rule Bash(rm:*) in {USER} matches") in (results["rm"])
+    )
+    assert s.runs == []
+
+
+KINDS = ["allow", "ask", "deny"]
+
+
+async def test_a_session_deny_rule_added_as_text_blocks_the_next_read_and_can_be_removed(
+    kit: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key").write_text("k")
+    source = kit.RuleSource({}, root=str(tmp_path))  # an untrusted project: user scope only
+    script = [turn(call("read", "r1", path="secrets/key")), faux_response("one")] * 2
+    async with session(script, tmp_path, source=source) as s, client(s, kit) as c:
+        command = c.commands.commands["permissions"]
+        await command("deny Read(./secrets/**)", BACKGROUND)  # no flag, no trusted project
+        assert c.commands.notices[-1] == (
+            "Added deny rule Read(./secrets/**) to this session",
+            "information",
+        )
+        await command("deny Read(./secrets/**) --session", BACKGROUND)
+        assert c.commands.notices[-1] == (
+            "The deny rule Read(./secrets/**) is already in this session; nothing was added",
+            "error",
+        )
+        await command("ask Bash(git push:*) --project", BACKGROUND)  # not offered: refused
+        assert c.commands.notices[-1][0].startswith("Not added: this project is not trusted")
+        assert source.files == {}
+        await s.run("first")  # read-only, in every mode: the session's deny rule blocks it
+        entry = {"rule": "Read(./secrets/**)", "kind": "deny", "source": "session"}
+        entry["scope"] = "session"
+        assert (await c.rules.refresh(BACKGROUND))["rules"] == [entry]
+        rewindable = await (await s.root()).rewindable(BACKGROUND)
+        assert rewindable["plugins"]["approval"]["denyRules"] == ["Read(./secrets/**)"]
+        assert "denied" in (await s.results())["r1"] and s.runs == []
+        await c.rules.remove(entry, BACKGROUND)
+        await s.run("second")  # removed: the read runs
+    assert s.runs == [("read", {"path": "secrets/key"})]
+
+
+async def test_an_allow_rule_for_all_of_bash_needs_a_confirmation_naming_it(
+    kit: Any, tmp_path: Path
+) -> None:
+    source = kit.RuleSource({}, scopes=("user",))
+    async with session([], tmp_path, source=source) as s, client(s, kit) as c:
+        command = c.commands.commands["permissions"]
+        for answer in ("keep", "add"):
+            async with anyio.create_task_group() as group:
+                group.start_soon(command, "allow Bash(*) --user", BACKGROUND)
+                confirm = await c.tui.next_prompt()
+                assert confirm.title == "Allow all of bash with Bash(*)?"
+                assert confirm.choices == ["keep", "add"]  # the safe answer first
+                assert confirm.body.startswith("Bash(*) allows every bash command without asking")
+                confirm.answer(answer)
+            if answer == "keep":
+                assert c.commands.notices[-1] == (
+                    "Not added: Bash(*) (not confirmed)",
+                    "information",
+                )
+                assert source.files == {}
+        assert source.files == {"user/config.toml": [("allow", "Bash(*)")]}
+        with pytest.raises(RemoteServiceError, match="allows every bash command"):
+            await c.rules.add({"rule": "Bash", "kind": "allow", "scope": "session"}, BACKGROUND)
+        with pytest.raises(RemoteServiceError, match="a prefix needs at least a command name"):
+            await c.rules.check_rule("Bash(:*)", "allow", BACKGROUND)
+        await command("ask Bash --session", BACKGROUND)  # only allow widens: no question
+        assert c.commands.notices[-1] == ("Added ask rule Bash to this session", "information")
+        assert len(c.tui.prompts) == 2
+
+
+async def test_permissions_adds_a_rule_in_a_real_app_with_the_keyboard(
+    kit: Any, tmp_path: Path
+) -> None:
+    """Pilot: key 1 (the first entry) adds; Enter picks allow; the rule is typed; Enter keeps
+    it at the first scope offered (the project's, as Claude Code's add dialog)."""
+    source = kit.RuleSource({}, scopes=("project", "user"))
+    script = [turn(call("bash", "t", command="npm run test")), faux_response("done")]
+    app = kit.DialogApp()
+    async with (
+        session(script, tmp_path, source=source) as s,
+        app.run_test() as pilot,
+        kit.presentation(s.host, [permissions_tui_facet], app.tui, s.group),
+    ):
+
+        async def next_dialog(previous: Any) -> Any:
+            await app.until(lambda: app.dialog() not in (None, previous))
+            return await app.shown_dialog(pilot)
+
+        async with anyio.create_task_group() as command:  # ends when /permissions has
+            command.start_soon(app.tui.run_command, "/permissions", BACKGROUND)
+            listing = await next_dialog(None)
+            assert kit.title(listing) == "No permission rules yet"
+            assert kit.options(listing) == ["1. + Add a rule… (allow, ask or deny)"]
+            await pilot.press("1", "enter")
+            kind = await next_dialog(listing)
+            assert kit.options(kind)[0].startswith("1. allow — runs without asking")
+            await pilot.press("enter")  # allow
+            typed = await next_dialog(kind)
+            assert kit.title(typed) == "New allow rule"
+            await pilot.press(*"Bash(npm run test:*)", "enter")
+            scope = await next_dialog(typed)
+            assert kit.title(scope) == "Where should the allow rule Bash(npm run test:*) be kept?"
+            assert kit.options(scope) == [
+                "1. This project (.coding-agent/config.toml)",
+                "2. This session only (kept with the conversation, rewound with it)",
+                "3. Everywhere (your config.toml)",
+            ]
+            await pilot.press("enter")
+            await app.until(lambda: app.dialog() is None)
+        assert source.files == {"project/config.toml": [("allow", "Bash(npm run test:*)")]}
+        await s.run("test")  # allowed by the new rule: no dialog, it ran
+    assert s.runs == [("bash", {"command": "npm run test"})]

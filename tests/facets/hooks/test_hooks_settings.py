@@ -87,7 +87,7 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
                 {"matcher": "Bash"},
                 group("Bash", "slow", timeout="ten"),
             ],
-            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "prompt", "prompt": "judge"}]}],
+            "PostToolUse": [{"matcher": "*", "hooks": [{"type": "mcp_tool", "tool": "judge"}]}],
             "Stop": [group(None, "")],
             "BeforeAnything": [group(None, "x")],
         },
@@ -103,12 +103,12 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
         's.json: hooks.PreToolUse[2]: expected {"matcher": ..., "hooks": [...]}; skipped',
         "s.json: hooks.PreToolUse[3].hooks[0]: timeout must be a positive number of seconds, "
         'got "ten"; it runs with the default 60 s',
-        's.json: hooks.PostToolUse[0].hooks[0]: type "prompt" is not supported (only '
-        '"command" and "http"); skipped',
+        's.json: hooks.PostToolUse[0].hooks[0]: type "mcp_tool" is not supported (only '
+        '"command", "http" and "prompt"); skipped',
         's.json: hooks.Stop[0].hooks[0]: "command" must be a non-empty string; skipped',
         "s.json: hooks.BeforeAnything: unknown event (known: PreToolUse, PostToolUse, "
         "UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, "
-        "Notification, PostToolUseFailure); skipped",
+        "Notification, PostToolUseFailure, PermissionRequest); skipped",
     ]
 
 
@@ -117,7 +117,8 @@ def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> 
     entry fields it ignores are each one precise problem line, never silence."""
     data = {
         "hooks": {
-            "PermissionRequest": [group("Bash", "deny.sh")],
+            "PermissionDenied": [group("Bash", "denied.sh")],
+            "PermissionRequest": [group("Bash", "answer.sh")],
             "SubagentStart": [group(None, "start.sh")],
             "Notification": [group("idle_prompt", "ding.sh")],
             "PreToolUse": [
@@ -141,18 +142,18 @@ def test_what_is_not_honoured_is_named_each_time_with_what_happens_instead() -> 
     }
     hooks, problems = parse_settings(data, "s.json")
     assert [(h.event, h.command) for h in hooks] == [
+        ("PermissionRequest", "answer.sh"),
         ("Notification", "ding.sh"),
         ("PreToolUse", "guard.sh"),
         ("PostToolUseFailure", "explain.sh"),
         ("SessionStart", "reinject.sh"),
         ("SessionStart", "s.sh"),
     ]
-    assert hooks[2].matches(tool_names("bash", {})) and not hooks[2].matches(("Read",))
+    assert hooks[3].matches(tool_names("bash", {})) and not hooks[3].matches(("Read",))
+    assert hooks[0].matches(tool_names("bash", {})) and not hooks[0].matches(("Read",))
     assert problems == [
-        "s.json: hooks.PermissionRequest: not run by this agent (the approval dialog and your "
-        "permission rules decide here, and a hook could not answer the dialog for you; to block "
-        'calls, give the same command to PreToolUse (exit 2 or "permissionDecision": "deny" '
-        "block there)); skipped",
+        "s.json: hooks.PermissionDenied: not run by this agent (nothing reports a denied call "
+        "to hooks here); skipped",
         "s.json: hooks.SubagentStart: not run by this agent (a subagent starts without hooks "
         "here (SubagentStop runs when it ends)); skipped",
         "s.json: hooks.Notification[0]: matcher 'idle_prompt' is not honoured for Notification "

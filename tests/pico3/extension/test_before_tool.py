@@ -391,3 +391,63 @@ async def test_memos_never_appear_in_the_view(
 
 async def _decide() -> Any:
     return {"decision": "allow", "by": "secret-reviewer"}
+
+
+# -- permission_request ----------------------------------------------------------------------
+async def test_permission_request_runs_the_point_and_the_first_answer_wins(
+    storage_factory: StorageFactory, make_slot: Any
+) -> None:
+    """The approval authority asks ``api.permission_request`` right before its dialog: every
+    namespace's ``permission_request`` handler runs in chain order until one answers; a
+    handler that raises is reported and skipped (an error never answers)."""
+    env = await Env.open(storage_factory, make_slot)
+    answers: list[Any] = []
+    seen: list[tuple[str, dict[str, Any], str]] = []
+
+    def broken(call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        seen.append(("broken", call, api.call_id))
+        raise RuntimeError("hook crashed")
+
+    def silent(call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        seen.append(("silent", call, api.call_id))
+        return None
+
+    async def answers_allow(call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        seen.append(("allow", call, api.call_id))
+        return {"behavior": "allow", "by": "test"}
+
+    def authority(call: dict[str, Any], api: BeforeToolApi, ctx: Context) -> Any:
+        async def ask() -> None:
+            answers.append(await api.permission_request(call, ctx))
+
+        return ask()
+
+    ns = [env.h.namespace(name) for name in ("approval", "one", "two", "three", "four")]
+    env.registry.register(ns[0], TOOL, {"before_tool": authority})
+    env.registry.register(ns[1], TOOL, {"permission_request": broken})
+    env.registry.register(ns[2], TOOL, {"permission_request": silent})
+    env.registry.register(ns[3], TOOL, {"permission_request": answers_allow})
+    env.registry.register(ns[4], TOOL, {"permission_request": _never})  # after the answer
+    outcome = await env.before_tool()
+    assert not outcome.blocked
+    assert answers == [{"behavior": "allow", "by": "test"}]
+    assert [(who, call["arguments"], call_id) for who, call, call_id in seen] == [
+        ("broken", {"command": "ls"}, "call_1"),
+        ("silent", {"command": "ls"}, "call_1"),
+        ("allow", {"command": "ls"}, "call_1"),
+    ]
+    assert [str(error) for error in env.reports] == ["hook crashed"]
+
+
+async def test_permission_request_without_handlers_answers_nothing(
+    storage_factory: StorageFactory, make_slot: Any
+) -> None:
+    env = await Env.open(storage_factory, make_slot)
+    answers: list[Any] = []
+
+    async def authority(call: dict[str, Any], api: BeforeToolApi, ctx: Context) -> None:
+        answers.append(await api.permission_request(call, ctx))
+
+    env.registry.register(env.h.namespace("approval"), TOOL, {"before_tool": authority})
+    await env.before_tool()
+    assert answers == [None]

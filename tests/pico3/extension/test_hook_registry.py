@@ -119,7 +119,7 @@ def test_custom_kinds_accept_their_declared_points() -> None:
     registry.register(ns, declared, {"before_batch": _never})
     with pytest.raises(ValueError, match="unknown point 'after_batch'"):
         registry.register(ns, declared, {"after_batch": _never})
-    assert CORE_POINTS["pi.tool"] == {"before_tool", "after_tool"}
+    assert CORE_POINTS["pi.tool"] == {"before_tool", "after_tool", "permission_request"}
 
 
 def test_subtree_needs_a_conversation() -> None:

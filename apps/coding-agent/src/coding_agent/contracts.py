@@ -136,13 +136,27 @@ count."""
 
 
 class WorkingDirs(Protocol):
-    """The remotable contract of :data:`WorkingDirsService`."""
+    """The remotable contract of :data:`WorkingDirsService`. A folder is spelled as typed:
+    ``~`` expanded, a relative one from the session's folder; each method raises
+    ``RemoteServiceError`` (``service_invalid_value``) with one line naming what is wrong (no
+    such folder, a file, the project or a folder inside it, a file that cannot be written),
+    and then wrote nothing."""
 
     async def add(self, folder: str, ctx: Context) -> str:
-        """Add ``folder`` (``~`` expanded, relative to the session's folder) as a working
-        directory until the worker stops; returns the folder's real path. Raises
-        ``RemoteServiceError`` (``service_invalid_value``) naming a folder that does not
-        exist."""
+        """Add ``folder`` as a working directory of the session, stored with its launch
+        settings (every later worker of the session has it); returns the line to show (the
+        real path; "already a working directory" when it is, and nothing is written)."""
+        ...
+
+    async def remember(self, folder: str, ctx: Context) -> str:
+        """Append ``folder`` to ``additional_directories`` of your own ``config.toml`` (a
+        working directory of every session); returns the line to show (already there: says
+        so, and nothing is written)."""
+        ...
+
+    async def listing(self, ctx: Context) -> list[dict[str, str]]:
+        """The working directories, the project first: ``{"folder", "from"}`` each, ``from``
+        saying where it comes from (the project, this session, or the settings file)."""
         ...
 
 

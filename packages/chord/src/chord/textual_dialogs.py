@@ -13,11 +13,10 @@ answers it:
   Enter answers with the highlighted option, Escape cancels (``None``; a yes/no dialog's "no").
   No letter answers anything, so no choice, the most dangerous included, is ever one key press.
   A dialog with a free-text field (``allow_text``) takes typed letters into that field once armed.
-* **One answer.** A dialog is answered once: a second Enter already queued, a click, or the
-  dialog being taken away (another window answered it) all find it answered and do nothing;
-  nothing ever pops a screen that is not the dialog's (the old ``ScreenStackError``).
-  :meth:`DialogScreen.close_from_outside` is how the modal slot takes a dialog away; it shows
-  a notice when the user had it on screen unanswered.
+* **One answer.** A second Enter already queued, a click, or the dialog taken away (another
+  window answered) find it answered and do nothing; only the dialog's own screen is ever popped.
+  :meth:`DialogScreen.close_from_outside` takes a dialog away, with a notice when the user had
+  it on screen unanswered (not when the user's own interrupt closed it).
 * **Nothing cut silently.** A body taller than its box scrolls (PgUp/PgDn, the mouse wheel) and
   a line under it says how much more there is ("… 48 more lines ↓ · PgDn"). The title, the
   options and the key line always keep their rows: on a small screen the body gives up its rows
@@ -56,13 +55,10 @@ at it: keys already on their way when it opened never answer it."""
 
 ARMING_LINE = "… (keys typed now stay in the editor)"
 """The key line while a dialog is arming."""
-
 BODY_ROWS = 24
-"""The most rows a dialog's body takes (fewer when the screen is small); the rest scrolls."""
-
+"""The most rows a dialog's body takes (fewer on a small screen); the rest scrolls."""
 OPTION_ROWS = 15
-"""The most rows a dialog's option list takes (fewer when the screen is small); the rest scrolls."""
-
+"""The most rows a dialog's option list takes (fewer on a small screen); the rest scrolls."""
 ROOMY_BODY_ROWS = 3
 """When the body would get fewer rows than this (or the options would scroll), the dialog goes
 compact: no blank rows (padding, margins) and up to the whole screen's height, not 80% of it."""
@@ -177,6 +173,7 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self._armed = False
         self._answered = False
         self._arm_timer: Timer | None = None
+        self._close_expected = False
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -412,11 +409,15 @@ class DialogScreen(ModalScreen[ResultT], Generic[ResultT]):
         self.answer(None)
 
     def close_from_outside(self, notice: str = "") -> None:
-        """Take the dialog away unanswered (its result is ``None``): the slot's holder gave it
-        up, e.g. because another window answered it. ``notice`` is shown as a toast if the
-        dialog was still waiting for this user. Idempotent."""
-        if self._finish(None) and notice:
+        """Take the dialog away unanswered (result ``None``): its holder gave it up, e.g.
+        another window answered. ``notice`` is a toast if it still waited for this user and
+        the user did not cause the closing (:meth:`expect_close`). Idempotent."""
+        if self._finish(None) and notice and not self._close_expected:
             self.app.notify(notice, severity="warning")
+
+    def expect_close(self) -> None:
+        """The user stopped what it asks about (Ctrl+C aborting its turn): no toast then."""
+        self._close_expected = True
 
     def _finish(self, result: ResultT | None) -> bool:
         """Answer once: ``True`` if this call took the dialog off the screen."""

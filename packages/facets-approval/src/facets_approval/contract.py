@@ -26,7 +26,9 @@ the dialog did not offer. (This replaces the older ``always`` flag, which allowe
 
 **Rules.** :data:`ApprovalRulesService` (``approval.rules``) publishes every rule in force with
 its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
-from where it came from (:class:`RuleEntry`); ``check_command`` says what a ``bash`` call of a
+from where it came from (:class:`RuleEntry`); ``check_rule`` parses a rule a person typed
+(:class:`RuleCheck`) and ``add`` keeps it at a scope (:class:`RuleAddition`; an allow rule for
+all of bash only when ``confirmed``); ``check_command`` says what a ``bash`` call of a
 command would get without asking anyone (:class:`CommandVerdict`: a prompt command's ``!`` lines
 in ``-p``, checked before they run).
 
@@ -103,11 +105,14 @@ __all__ = [
     "Decision",
     "ModeState",
     "PermissionMode",
+    "RuleAddition",
+    "RuleCheck",
     "RuleEntry",
     "RuleScope",
     "RulesState",
     "check_decision",
     "check_mode",
+    "check_rule_addition",
     "check_rule_entry",
     "dialog_key",
     "next_mode",
@@ -276,6 +281,29 @@ class RulesState(TypedDict):
     problems: list[str]
 
 
+class RuleCheck(TypedDict):
+    """What ``check_rule`` says of a rule a person typed (it parsed): the ``rule`` as it will be
+    kept (stripped), its ``kind``, ``widens`` — a sentence naming what it allows when it is an
+    allow rule for all of bash (``Bash``, ``Bash(*)``), which ``add`` keeps only when
+    ``confirmed``; ``""`` otherwise — and the ``scopes`` it can be kept at now (``session``,
+    ``project`` in a trusted project, ``user`` where a config file exists)."""
+
+    rule: str
+    kind: Literal["allow", "ask", "deny"]
+    widens: str
+    scopes: list[RuleScope]
+
+
+class RuleAddition(TypedDict):
+    """A rule to add: its text, ``kind`` and ``scope``; ``confirmed`` says the person was shown
+    :attr:`RuleCheck.widens` and agreed (required for an allow rule for all of bash)."""
+
+    rule: str
+    kind: Literal["allow", "ask", "deny"]
+    scope: RuleScope
+    confirmed: NotRequired[bool]
+
+
 class CommandVerdict(TypedDict):
     """What a ``bash`` call of a command would get, asking nobody: ``run`` (``auto`` mode or an
     allow rule), ``ask`` (an ask rule, or a mode that asks and no allow rule) or ``block`` (a
@@ -313,9 +341,46 @@ class ApprovalRulesApi(Protocol):
         entry, one that is no longer there, or a file that cannot be changed."""
         ...
 
+    async def check_rule(self, rule: str, kind: str, ctx: Context) -> RuleCheck:
+        """Parse ``rule`` as a ``kind`` rule without keeping it. Raises
+        ``service_invalid_value`` with the parser's message (the one ``/permissions`` shows for
+        a bad rule in a file: ``allow rule 'Bash(git * x)' is invalid (…)``)."""
+        ...
+
+    async def add(self, addition: RuleAddition, ctx: Context) -> RuleEntry:
+        """Keep the rule at its scope (the session's storage, or appended to the project's or
+        the user's ``config.toml``, comments kept), publish the new state and return the entry
+        as listed (its ``source``: the file's path or ``"session"``). It applies from the next
+        call on. Raises ``service_invalid_value`` — nothing saved — for a rule that does not
+        parse (the parser's message), a scope not offered (an untrusted project), the same
+        rule already there, or an allow rule for all of bash without ``confirmed``."""
+        ...
+
 
 ApprovalRulesService = define_service("approval.rules", ApprovalRulesApi)
 """``approval.rules``: remotable singleton, provided by the approval session facet."""
+
+
+def _bad_addition(message: str) -> RemoteServiceError:
+    return RemoteServiceError("service_invalid_value", f"Invalid rule addition: {message}")
+
+
+def check_rule_addition(value: object) -> RuleAddition:
+    """Return ``value`` as a checked :class:`RuleAddition` (the shape only; the rule's grammar
+    is the session's to check); raises ``service_invalid_value``."""
+    if not isinstance(value, dict):
+        raise _bad_addition(f"expected an object, got {type(value).__name__}")
+    rule, kind, scope = value.get("rule"), value.get("kind"), value.get("scope")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(rule, str):
+        raise _bad_addition(f"rule must be a string, got {rule!r}")
+    if kind not in ("allow", "ask", "deny"):
+        raise _bad_addition(f"kind must be allow, ask or deny, got {kind!r}")
+    if scope not in RULE_SCOPES:
+        raise _bad_addition(f"scope must be session, project or user, got {scope!r}")
+    confirmed = value.get("confirmed", False)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    if not isinstance(confirmed, bool):
+        raise _bad_addition(f"confirmed must be true or false, got {confirmed!r}")
+    return {"rule": rule, "kind": kind, "scope": scope, "confirmed": confirmed}
 
 
 def check_rule_entry(value: object) -> RuleEntry:

@@ -11,8 +11,9 @@ Three kinds of source, gathered by :class:`RuleStore` into one :class:`~.rules.R
   line in :attr:`RuleStore.problems`, which the ``/permissions`` view and a notice show):
   ``<file>: deny rule 'Bash(git * x)' is invalid (a `*` … is allowed only at the end …); it is
   ignored``. A bad rule is never fatal and never silently dropped.
-* **The session** — the standing choices made at ``session`` scope: the key ``rules`` of the
-  ``approval`` namespace in the *rewindable document of the user's conversation* — the one the
+* **The session** — the standing choices made at ``session`` scope and the rules added with
+  ``/permissions`` for this session: the keys ``rules`` (allow), ``askRules`` and ``denyRules``
+  (:data:`SESSION_KEYS`) of the ``approval`` namespace in the *rewindable document of the user's conversation* — the one the
   call belongs to, or for a subagent's call the conversation at the top of its owner chain, so
   a subagent follows (and adds to) its parent's rules. Durable (a worker restart keeps them) and
   rewindable: a rewind or a branch is a fork, which inherits the rules as of its fork point, so
@@ -24,7 +25,11 @@ Three kinds of source, gathered by :class:`RuleStore` into one :class:`~.rules.R
   of that conversation, listed by ``/permissions`` (source ``autoAllow``) and removable there;
   nothing is migrated or rewritten.
 
-Only allow rules are ever *added* here (a dialog's standing choice); any kind can be removed.
+A dialog's standing choice adds an allow rule (:meth:`RuleStore.keep`); ``/permissions`` adds
+any kind at any offered scope (:meth:`RuleStore.add`, after :meth:`RulesProvider.check_rule`:
+the rule parses, it is not there already, and an allow rule for all of bash was confirmed:
+:func:`widens`). Any kind can be removed. A rule added or removed applies from the next call:
+every decision reads the files (again when one changed) and the session's storage.
 """
 
 from __future__ import annotations
@@ -41,29 +46,62 @@ from pico3 import Harness, Namespace, Transaction
 from .contract import (
     OWNER_MODE_KEY,
     CommandVerdict,
+    RuleCheck,
     RuleEntry,
     RuleScope,
     RulesState,
+    check_rule_addition,
     check_rule_entry,
 )
 from .restrictions import Restrictions
-from .rules import RULE_KINDS, RuleError, RuleSet, SourcedRule, parse_rule
+from .rules import RULE_KINDS, Rule, RuleError, RuleKind, RuleSet, SourcedRule, parse_rule
 
 __all__ = [
     "PERMISSION_SOURCE",
+    "SESSION_KEYS",
     "PermissionSource",
     "RuleStore",
     "RulesProvider",
+    "SessionRules",
+    "invalid_rule",
     "owner_chain",
     "session_rule_reader",
     "top_conversation",
     "turn_rules",
+    "widens",
 ]
 
 PERMISSION_SOURCE = "permission_rules"
 """The harness service (``HarnessOptions.services``) holding the app's :class:`PermissionSource`."""
 
+SESSION_KEYS: dict[RuleKind, str] = {"allow": "rules", "ask": "askRules", "deny": "denyRules"}
+"""The ``approval`` namespace's rewindable key holding the session's rules of each kind."""
+
+SessionRules = Mapping[str, Sequence[str]]
+"""A conversation's session rules by kind (what :func:`session_rule_reader` returns)."""
+
 _log = logging.getLogger("facets_approval")
+
+
+def invalid_rule(kind: str, text: object, error: RuleError) -> str:
+    """The parser's message for a bad rule, as ``/permissions`` shows it for a file's (after
+    the file's name) and for a rule typed there: ``allow rule 'Bash(git * x)' is invalid (a
+    `*` … is allowed only at the end, as a prefix: Bash(git log:*))``."""
+    return f"{kind} rule {text!r} is invalid ({error})"
+
+
+def widens(rule: Rule, kind: str) -> str:
+    """What an allow rule for all of bash allows, said to the person adding it (``""`` for any
+    other rule). The dialog never offers one (:func:`~.suggest.suggest_rule`); a person may
+    write it, in a file or in ``/permissions`` after confirming. Deny and ask rules still
+    win over it, and plan mode stays read-only."""
+    if kind != "allow" or "bash" not in rule.tools or not rule.whole_tool:
+        return ""
+    return (
+        f"{rule.text} allows every bash command without asking: any program, deleting or "
+        "overwriting any file you can, the network. Deny and ask rules still apply, and plan "
+        "mode still blocks commands"
+    )
 
 
 class PermissionSource(Protocol):
@@ -124,13 +162,17 @@ async def owner_chain(
 
 
 def session_rule_reader(ns: Namespace) -> Any:
-    """A builder reading the root's session rules (a list of rule strings)."""
+    """A builder reading a conversation's session rules by kind (:data:`SessionRules`)."""
 
-    def read(tx: Transaction, _ctx: Context) -> list[str]:
-        stored = tx.plugins(ns)["rules"]  # a tracked proxy of the stored list
-        if isinstance(stored, str | bytes | dict) or not hasattr(stored, "__iter__"):
-            return []  # edited by hand into something else: no session rules
-        return [r for r in stored if isinstance(r, str)]
+    def read(tx: Transaction, _ctx: Context) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
+        for kind, key in SESSION_KEYS.items():
+            stored = tx.plugins(ns)[key]  # a tracked proxy of the stored list
+            if isinstance(stored, str | bytes | dict) or not hasattr(stored, "__iter__"):
+                found[kind] = []  # edited by hand into something else: no session rules
+            else:
+                found[kind] = [r for r in stored if isinstance(r, str)]
+        return found
 
     return read
 
@@ -234,14 +276,16 @@ class RuleStore:
 
     def build(
         self,
-        session: Sequence[str],
+        session: SessionRules | Sequence[str],
         auto_allow: Sequence[str],
         workspace: str | None,
         turn: Sequence[str] = (),
     ) -> tuple[RuleSet, list[RuleEntry]]:
-        """The rule set for a decision and the entries ``/permissions`` lists. ``turn``: the
-        allow rules of the running turn (:func:`turn_rules`), for this decision only."""
+        """The rule set for a decision and the entries ``/permissions`` lists. ``session``: the
+        session's rules by kind (a plain list: allow rules); ``turn``: the allow rules of the
+        running turn (:func:`turn_rules`), for this decision only."""
         raw, problems, root, _scopes = self._files()
+        by_kind = session if isinstance(session, Mapping) else {"allow": session}
         raw = [
             *raw,
             *(
@@ -254,8 +298,9 @@ class RuleStore:
                 for r in turn
             ),
             *(
-                {"rule": r, "kind": "allow", "source": "session", "scope": "session"}
-                for r in session
+                {"rule": r, "kind": kind, "source": "session", "scope": "session"}
+                for kind in ("deny", "ask", "allow")
+                for r in by_kind.get(kind, ())
             ),
             *(
                 {"rule": r, "kind": "allow", "source": "autoAllow", "scope": "session"}
@@ -273,9 +318,7 @@ class RuleStore:
             try:
                 rule = parse_rule(text)
             except RuleError as error:
-                problems.append(
-                    f"{source}: {kind} rule {text!r} is invalid ({error}); it is ignored"
-                )
+                problems.append(f"{source}: {invalid_rule(kind, text, error)}; it is ignored")
                 continue
             rules.append(SourcedRule(rule, kind, source))
             entries.append({"rule": rule.text, "kind": kind, "source": source, "scope": scope})
@@ -311,11 +354,37 @@ class RuleStore:
         if not existing:
             await anyio.to_thread.run_sync(source.add, rule, "allow", scope)
 
+    async def add(self, rule: Rule, kind: RuleKind, scope: RuleScope, ctx: Context) -> str:
+        """Keep the parsed ``rule`` as a ``kind`` rule at ``scope`` (``/permissions``): the
+        session rules of the conversation ``/permissions`` shows (:meth:`listed`), or appended
+        to the scope's ``config.toml`` by the app's source; returns where (``"session"`` or the
+        file's path). Raises ``ValueError`` for a scope not offered now."""
+        if scope not in self.scopes():
+            if scope == "project":
+                raise ValueError(
+                    "this project is not trusted (/trust), so its config.toml is not read; "
+                    "add the rule to this session or to your config.toml"
+                )
+            raise ValueError(f"no configuration file can hold a {scope} rule in this session")
+        if scope == "session":
+            ns, key = self._ns, SESSION_KEYS[kind]
+
+            def write(tx: Transaction, _ctx: Context) -> None:
+                stored = list(tx.plugins(ns)[key] or [])
+                if rule.text not in stored:
+                    tx.plugins(ns)[key] = [*stored, rule.text]
+
+            await (await self.listed(ctx)).commit(write, ctx)
+            return "session"
+        source = self.source
+        assert source is not None  # a file scope is offered only with a source
+        return str(await anyio.to_thread.run_sync(source.add, rule.text, kind, scope))
+
     async def remove(self, entry: RuleEntry, ctx: Context) -> bool:
         """Remove ``entry`` from its source; False when it was not there."""
         ns = self._ns
         if entry["source"] in ("session", "autoAllow"):
-            key = "rules" if entry["source"] == "session" else "autoAllow"
+            key = "autoAllow" if entry["source"] == "autoAllow" else SESSION_KEYS[entry["kind"]]
 
             def write(tx: Transaction, _ctx: Context) -> bool:
                 stored = list(tx.plugins(ns)[key] or [])
@@ -334,8 +403,8 @@ class RuleStore:
 
 class RulesProvider:
     """The :data:`~.contract.ApprovalRulesService` provider: the published rules and problems,
-    ``refresh``, ``check_command`` and ``remove`` (its only public members, so the only ones
-    served). ``live``
+    ``refresh``, ``check_command``, ``check_rule``, ``add`` and ``remove`` (its only public
+    members, so the only ones served). ``live``
     returns the current :class:`~.session.ApprovalInstallation` (raising while the session is
     not open)."""
 
@@ -366,6 +435,54 @@ class RulesProvider:
                 "service_invalid_value", f"Invalid command: expected a command, got {command!r}"
             )
         return await self._live().command_verdict(command, ctx)
+
+    def _parsed(self, rule: object, kind: str) -> tuple[Rule, RuleCheck]:
+        try:
+            parsed = parse_rule(rule)
+        except RuleError as error:
+            raise RemoteServiceError(
+                "service_invalid_value", invalid_rule(kind, rule, error)
+            ) from None
+        found: RuleCheck = {
+            "rule": parsed.text,
+            "kind": kind,  # type: ignore[typeddict-item]  # checked by the callers
+            "widens": widens(parsed, kind),
+            "scopes": self._live().store.scopes(),
+        }
+        return parsed, found
+
+    async def check_rule(self, rule: Any, kind: Any, ctx: Context) -> RuleCheck:
+        if kind not in RULE_KINDS:
+            raise RemoteServiceError(
+                "service_invalid_value", f"Invalid kind {kind!r}: expected allow, ask or deny"
+            )
+        return self._parsed(rule, kind)[1]
+
+    async def add(self, addition: Any, ctx: Context) -> RuleEntry:
+        checked = check_rule_addition(addition)  # raises before anything is changed
+        kind, scope = checked["kind"], checked["scope"]
+        parsed, found = self._parsed(checked["rule"], kind)
+        if found["widens"] and not checked.get("confirmed"):
+            raise RemoteServiceError(
+                "service_invalid_value",
+                f"Not added: {found['widens']}. Confirm it to add it (/permissions asks)",
+            )
+        async with self._lock:
+            installation = self._live()
+            entries, _problems = await installation.rules(ctx)
+            for entry in entries:
+                if (entry["rule"], entry["kind"], entry["scope"]) == (parsed.text, kind, scope):
+                    where = "this session" if entry["source"] == "session" else entry["source"]
+                    raise RemoteServiceError(
+                        "service_invalid_value",
+                        f"The {kind} rule {parsed.text} is already in {where}; nothing was added",
+                    )
+            try:
+                source = await installation.store.add(parsed, kind, scope, ctx)
+            except (OSError, ValueError) as error:
+                raise RemoteServiceError("service_invalid_value", f"Not added: {error}") from None
+            await self._publish(ctx)
+        return {"rule": parsed.text, "kind": kind, "source": source, "scope": scope}
 
     async def remove(self, entry: Any, ctx: Context) -> RulesState:
         checked = check_rule_entry(entry)  # raises before anything is changed

@@ -1,12 +1,23 @@
-"""``/permissions``: every permission rule with its source, and removing one.
+"""``/permissions``: every permission rule with its source; adding one, removing one.
 
 :data:`permissions_tui_facet` (``@pi/approval-permissions``) uses
 :data:`~.contract.ApprovalRulesService`. ``/permissions`` asks the session to read every source
-again (``refresh``), then shows a picker: one line per rule — its kind, the rule, where it
-lives (``~/.config/coding-agent/config.toml``, a Claude Code settings file, "this session") —
-and below them the problems found (an invalid rule with its file and why). Choosing a rule asks
-to confirm, then ``remove`` deletes it where it lives (the session's storage, or the file,
-comments kept); Escape closes without a change.
+again (``refresh``), then shows a picker: first *Add a rule…* (key 1), then one line per rule —
+its kind, the rule, where it lives (``~/.config/coding-agent/config.toml``, a Claude Code
+settings file, "this session") — and below them the problems found (an invalid rule with its
+file and why). Choosing a rule asks to confirm, then ``remove`` deletes it where it lives (the
+session's storage, or the file, comments kept); Escape closes without a change.
+
+*Add a rule…* asks for the kind (allow, ask, deny), the rule (typed; the session parses it with
+``check_rule``, and a rule that does not parse is asked for again with the parser's message,
+nothing saved) and where to keep it (:func:`scope_choices`: this project's ``config.toml``
+first, as Claude Code's add dialog offers the project's settings first, only in a trusted
+project; this session; your ``config.toml``). An allow rule for all of bash is added only after
+a second question that names what it allows (:data:`~.contract.RuleCheck` ``widens``).
+``/permissions allow|ask|deny RULE [--session|--project|--user]`` does the same in one line
+(:func:`parse_addition`; no flag: the project when it is trusted, else the session) and says
+where the rule went: ``Added allow rule Bash(npm run test:*) to
+~/.config/coding-agent/config.toml``. The session refuses a rule already at that scope.
 
 Problems are also shown once as a notice when this presentation first sees them (the session's
 log has each once too): a rule that does not parse is never silently ignored.
@@ -23,21 +34,44 @@ from typing import TYPE_CHECKING, Any
 
 from chord import Context, Delivery, FacetEnvironment, RemoteServiceError, define_facet
 
-from .contract import ApprovalRulesService, RuleEntry
+from .contract import ApprovalRulesService, RuleAddition, RuleCheck, RuleEntry, RuleScope
 
 if TYPE_CHECKING:
-    from chord.textual import Arguments, Choice, CommandOutcome, TuiService
+    from chord.textual import Arguments, Choice, CommandOutcome, Modal, TuiService
 
 __all__ = [
+    "ADD",
+    "SCOPE_FLAGS",
     "PermissionsTarget",
     "describe_source",
+    "parse_addition",
     "permissions",
     "permissions_tui_facet",
     "rule_choices",
+    "scope_choices",
 ]
 
 REMOVE = "remove"
 KEEP = "keep"
+ADD = "add"
+"""The value of the listing's first entry, *Add a rule…*."""
+KINDS = ("allow", "ask", "deny")
+KIND_LABELS = {
+    "allow": "allow — runs without asking (deny and ask rules still win)",
+    "ask": "ask — always asks first, even in auto mode",
+    "deny": "deny — blocked, whatever else would allow it",
+}
+SCOPE_FLAGS: dict[str, RuleScope] = {
+    "--session": "session",
+    "--project": "project",
+    "--user": "user",
+}
+"""The text form's flags and the scope each names."""
+USAGE = "/permissions allow|ask|deny RULE [--session|--project|--user]"
+RULE_HELP = (
+    "Type the rule, e.g. Bash(npm run test:*), Read(./secrets/**), "
+    "WebFetch(domain:example.com) or mcp__github__get_issue, then Enter."
+)
 
 
 def describe_source(source: str) -> str:
@@ -73,6 +107,39 @@ def _problems_text(problems: list[str]) -> str:
     return "Problems (these rules do not apply):\n" + "\n".join(f"• {p}" for p in problems)
 
 
+def scope_choices(scopes: list[RuleScope]) -> list[Choice]:
+    """Where an added rule can be kept, the project first (Claude Code's add dialog offers the
+    project's settings first); only the scopes the session offers now (``project`` only in a
+    trusted project)."""
+    from chord.textual import Choice
+
+    labels: dict[RuleScope, str] = {
+        "project": "This project (.coding-agent/config.toml)",
+        "session": "This session only (kept with the conversation, rewound with it)",
+        "user": "Everywhere (your config.toml)",
+    }
+    return [Choice(s, labels[s]) for s in ("project", "session", "user") if s in scopes]
+
+
+def parse_addition(text: str) -> tuple[str, str, RuleScope | None]:
+    """``allow|ask|deny RULE [--session|--project|--user]`` → (kind, rule, scope or ``None``
+    for the default). The flag is the last word; the rule is everything between (it may hold
+    spaces: ``Bash(npm run test:*)``). Raises ``CommandError`` with the usage."""
+    from chord.textual import CommandError
+
+    kind, _, rest = text.strip().partition(" ")
+    words = rest.split()
+    scope: RuleScope | None = None
+    if words and words[-1].startswith("--"):
+        if words[-1] not in SCOPE_FLAGS:
+            raise CommandError(f"/permissions: unknown option {words[-1]}: {USAGE}")
+        scope = SCOPE_FLAGS[words[-1]]
+        rest = rest.rstrip()[: -len(words[-1])]
+    if kind not in KINDS or not rest.strip():
+        raise CommandError(f"/permissions: to add a rule, {USAGE}")
+    return kind, rest.strip(), scope
+
+
 @dataclass(frozen=True, slots=True)
 class PermissionsTarget:
     """What ``/permissions`` acts on: the TUI and the session's rules service."""
@@ -81,55 +148,174 @@ class PermissionsTarget:
     rules: Any  # ApprovalRulesService: a remote service handle
 
 
+def _added(entry: RuleEntry) -> str:
+    return f"Added {entry['kind']} rule {entry['rule']} to {describe_source(entry['source'])}"
+
+
+async def _confirm_wide(modal: Modal, found: RuleCheck) -> bool:
+    """Ask before adding an allow rule for all of bash; the safe answer is first."""
+    from chord.textual import Choice
+
+    answer = await modal.choose(
+        f"Allow all of bash with {found['rule']}?",
+        [
+            Choice(KEEP, "No, do not add it"),
+            Choice(ADD, f"Yes, add {found['rule']}: every bash command runs without asking"),
+        ],
+        body=found["widens"] + ".",
+        hint="esc does not add it",
+    )
+    return answer == ADD
+
+
+async def _save(target: PermissionsTarget, addition: RuleAddition, ctx: Context) -> str:
+    from chord.textual import CommandError
+
+    try:
+        entry: RuleEntry = await target.rules.add(addition, ctx)
+    except RemoteServiceError as error:
+        raise CommandError(error.message) from error
+    return _added(entry)
+
+
+async def _add_from_text(target: PermissionsTarget, text: str, ctx: Context) -> CommandOutcome:
+    """``/permissions allow|ask|deny RULE [--session|--project|--user]``."""
+    from chord.textual import CommandError
+
+    kind, rule, scope = parse_addition(text)
+    try:
+        found: RuleCheck = await target.rules.check_rule(rule, kind, ctx)
+    except RemoteServiceError as error:
+        raise CommandError(f"Not added: {error.message}") from error
+    if scope is None:
+        scope = "project" if "project" in found["scopes"] else "session"
+    addition: RuleAddition = {"rule": found["rule"], "kind": found["kind"], "scope": scope}
+    if found["widens"]:
+        modal = await target.tui.acquire_modal(ctx)
+        try:
+            confirmed = await _confirm_wide(modal, found)
+        finally:
+            modal.close()
+        if not confirmed:
+            return f"Not added: {found['rule']} (not confirmed)"
+        addition["confirmed"] = True
+    return await _save(target, addition, ctx)
+
+
+async def _add_dialog(target: PermissionsTarget, modal: Modal, ctx: Context) -> RuleAddition | None:
+    """Ask for the kind, the rule (again, with the parser's message, until it parses) and the
+    scope; ``None`` when the person gives up (Escape)."""
+    from chord.textual import Choice
+
+    kind = await modal.choose(
+        "Add a rule: which kind?",
+        [Choice(k, KIND_LABELS[k]) for k in KINDS],
+        hint="deny beats ask beats allow · esc cancels",
+    )
+    if kind is None:
+        return None
+    problem = ""
+    while True:
+        typed = await modal.choose(
+            f"New {kind} rule",
+            [],
+            body="\n\n".join(filter(None, [RULE_HELP, problem])),
+            allow_text=True,
+            hint="esc cancels (nothing is saved)",
+        )
+        if typed is None:
+            return None
+        try:
+            found: RuleCheck = await target.rules.check_rule(typed, kind, ctx)
+            break
+        except RemoteServiceError as error:
+            problem = f"✗ {error.message}; nothing was saved. Try again."
+    scope = await modal.choose(
+        f"Where should the {kind} rule {found['rule']} be kept?",
+        scope_choices(found["scopes"]),
+        hint="esc cancels (nothing is saved)",
+    )
+    if scope is None:
+        return None
+    addition: RuleAddition = {"rule": found["rule"], "kind": found["kind"], "scope": scope}  # type: ignore[typeddict-item]  # one of the offered scopes
+    if found["widens"]:
+        if not await _confirm_wide(modal, found):
+            return None
+        addition["confirmed"] = True
+    return addition
+
+
 async def permissions(target: PermissionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/permissions``: list the rules (read afresh) with their sources; remove the one
-    chosen, after a confirmation."""
+    """``/permissions``: list the rules (read afresh) with their sources; add one (the first
+    entry), or remove the one chosen after a confirmation. ``/permissions KIND RULE [--SCOPE]``
+    adds one without the list."""
     from chord.textual import Choice, CommandError
 
+    if args.text:
+        return await _add_from_text(target, args.text, ctx)
     state: Any = await target.rules.refresh(ctx)
     rules: list[RuleEntry] = list(state.get("rules") or [])
     problems: list[str] = list(state.get("problems") or [])
-    if not rules:
-        message = "No permission rules. Add allow/ask/deny lists under [permissions] in config.toml"
-        return "\n".join([message, _problems_text(problems)]).strip()
+    title = (
+        f"Permission rules ({len(rules)}): Enter on a rule removes it"
+        if rules
+        else "No permission rules yet"
+    )
     modal = await target.tui.acquire_modal(ctx)
     try:
         choice = await modal.choose(
-            f"Permission rules ({len(rules)}): Enter removes the chosen one",
-            rule_choices(rules),
+            title,
+            [Choice(ADD, "+ Add a rule… (allow, ask or deny)"), *rule_choices(rules)],
             body=_problems_text(problems),
             hint="deny beats ask beats allow · esc closes",
         )
         if choice is None:
             return None
-        entry = rules[int(choice)]
-        where = describe_source(entry["source"])
-        confirm = await modal.choose(
-            f"Remove the {entry['kind']} rule {entry['rule']}?",
-            [Choice(REMOVE, f"Remove it from {where}"), Choice(KEEP, "Keep it")],
-        )
+        if choice == ADD:
+            addition = await _add_dialog(target, modal, ctx)
+            entry, confirm = None, None
+        else:
+            addition, entry = None, rules[int(choice)]
+            confirm = await modal.choose(
+                f"Remove the {entry['kind']} rule {entry['rule']}?",
+                [
+                    Choice(REMOVE, f"Remove it from {describe_source(entry['source'])}"),
+                    Choice(KEEP, "Keep it"),
+                ],
+            )
     finally:
         modal.close()
-    if confirm != REMOVE:
+    if addition is not None:
+        return await _save(target, addition, ctx)
+    if entry is None or confirm != REMOVE:
         return None
     try:
         await target.rules.remove(entry, ctx)
     except RemoteServiceError as error:
         raise CommandError(f"Not removed: {error.message}") from error
-    return f"Removed the {entry['kind']} rule {entry['rule']} from {where}"
+    return (
+        f"Removed the {entry['kind']} rule {entry['rule']} from {describe_source(entry['source'])}"
+    )
 
 
 @define_facet("@pi/approval-permissions")
 def permissions_tui_facet(env: FacetEnvironment) -> None:
-    """``/permissions`` lists the rules and removes one; new problems show as a notice."""
-    from chord.textual import Command, Tui, register_commands
+    """``/permissions`` lists the rules, adds one and removes one; new problems show as a
+    notice."""
+    from chord.textual import Arg, Command, Tui, register_commands
 
     tui = env.use(Tui)
     rules_service = env.use(ApprovalRulesService)
     shown: set[str] = set()
     commands = (
         Command(
-            "permissions", "List the permission rules with their sources; remove one", permissions
+            "permissions",
+            "List the permission rules with their sources; add one, remove one",
+            permissions,
+            args=(
+                Arg("kind", optional=True, choices=KINDS),
+                Arg("rule", optional=True, rest=True, hint="[RULE [--session|--project|--user]]"),
+            ),
         ),
     )
 

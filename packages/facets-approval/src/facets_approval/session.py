@@ -4,8 +4,9 @@ session's permission mode.
 Two layers, as in docs/design/harness.md#before-tool, docs/design/chord.md#feature-layout.
 
 :func:`install_approval` is the harness extension, usable without chord (a test wires ``ask`` to
-a future). It registers the namespace ``approval`` with a *rewindable* ``rules`` list (the
-session-scope permission rules, kept in the user's conversation: see :mod:`.permissions`), a
+a future). It registers the namespace ``approval`` with *rewindable* ``rules``, ``askRules`` and
+``denyRules`` lists (the session-scope permission rules, kept in the user's conversation: see
+:mod:`.permissions`), a
 *sticky* ``autoAllow`` list (what "always allow <tool>" stored before permission rules; still
 honoured, see :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole
 session, every conversation and subagent included; see :mod:`.contract`) and a ``before_tool``
@@ -47,8 +48,12 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
 * ``"ask"``:
   1. read the decision memo (``api.memo("decision")`` on the tool task's slot: decided before a
      crash or a reload?);
-  2. otherwise commit ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``),
-     ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
+  2. otherwise (after ``denyInsteadOfPrompting``, which refuses here) run pico3's
+     ``permission_request`` point (``api.permission_request``: the hooks feature runs Claude
+     Code's ``PermissionRequest`` hooks there); its answer (:func:`hook_decision`: ``allow``
+     runs the call, ``deny`` refuses it with the hook's message) is the decision, stored as a
+     dialog's is; no answer, or one not in its shape, goes on to the dialog. Then commit
+     ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
@@ -107,6 +112,7 @@ facet that hosts it is its only caller. The words of the sandbox mode live in
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -158,7 +164,14 @@ from .contract import (
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .memory import MemoryFolders, unguarded
-from .permissions import RulesProvider, RuleStore, session_rule_reader, turn_rules
+from .permissions import (
+    SESSION_KEYS,
+    RulesProvider,
+    RuleStore,
+    SessionRules,
+    session_rule_reader,
+    turn_rules,
+)
 from .restrictions import (
     Restrictions,
     deny_instead_reason,
@@ -186,6 +199,8 @@ __all__ = [
     "rule_block_reason",
     "session_facet",
 ]
+
+_log = logging.getLogger("facets_approval")
 
 NAMESPACE = "approval"
 """The namespace string: memo keys, the ``rules`` and ``autoAllow`` slices and the ``mode`` are
@@ -340,7 +355,29 @@ def _block_reason(decision: ApprovalDecision) -> str:
     by = decision.get("by")
     if by in ("tui", "user"):  # a person answered the dialog
         return "the user denied this call"
+    said: Any = decision.get("message")  # a PermissionRequest hook's (hook_decision)
+    if by and isinstance(said, str) and said:
+        return f"denied by {by}: {said}"
     return f"denied by {by}" if by else "denied"
+
+
+def hook_decision(answer: object) -> ApprovalDecision | None:
+    """The decision a ``permission_request`` answer makes (pico3's point of ``pi.tool``, run
+    right before the dialog would open: Claude Code's ``PermissionRequest`` hooks answer there),
+    or ``None`` — the dialog asks — for no answer or one not in the shape ``{"behavior": "allow"
+    | "deny", "by": "<who>", "message"?: "<why>"}`` (never an allow made of a malformed value).
+    A deny keeps its ``message`` beside the decision, for the reason the model reads."""
+    if not isinstance(answer, dict):
+        return None
+    behavior: Any = answer.get("behavior")  # pyright: ignore[reportUnknownMemberType]
+    by: Any = answer.get("by")  # pyright: ignore[reportUnknownMemberType]
+    if behavior not in ("allow", "deny") or not isinstance(by, str) or not by:
+        return None
+    decision: Any = {"decision": behavior, "by": by}
+    message: Any = answer.get("message")  # pyright: ignore[reportUnknownMemberType]
+    if behavior == "deny" and isinstance(message, str) and message:
+        decision["message"] = message
+    return decision
 
 
 def _existing_size(arguments: object, workspace: str | None) -> int | None:
@@ -425,7 +462,7 @@ class ApprovalInstallation:
         ``denyInsteadOfPrompting`` (:mod:`.restrictions`) what would ask is ``block``."""
         ns = self._namespace
 
-        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+        def read(tx: Transaction, _ctx: Context) -> tuple[PermissionMode, SessionRules, list[str]]:
             state = tx.plugins(ns)
             auto = [a for a in state["autoAllow"] if isinstance(a, str)]
             return _stored_mode(state["mode"]), session_rule_reader(ns)(tx, _ctx), auto
@@ -443,7 +480,7 @@ class ApprovalInstallation:
         return verdict
 
     async def _command_verdict(
-        self, command: str, mode: PermissionMode, session: list[str], auto_allow: list[str]
+        self, command: str, mode: PermissionMode, session: SessionRules, auto_allow: list[str]
     ) -> CommandVerdict:
         services: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
         workspace = (services or {}).get("workspace")
@@ -468,7 +505,7 @@ class ApprovalInstallation:
         ``/permissions`` shows included) and the problems found reading them."""
         ns = self._namespace
 
-        def read(tx: Transaction, _ctx: Context) -> tuple[list[str], list[str]]:
+        def read(tx: Transaction, _ctx: Context) -> tuple[SessionRules, list[str]]:
             auto = tx.plugins(ns)["autoAllow"]
             return session_rule_reader(ns)(tx, _ctx), [a for a in auto if isinstance(a, str)]
 
@@ -489,7 +526,7 @@ def install_approval(
     ns = harness.namespace(
         NAMESPACE,
         {
-            "rewindable": {"rules": []},
+            "rewindable": {key: [] for key in SESSION_KEYS.values()},
             "sticky": {"autoAllow": []},
             "session": {"mode": DEFAULT_MODE},
         },
@@ -497,7 +534,7 @@ def install_approval(
     store = RuleStore(harness, ns)
     memories = MemoryFolders(harness)  # a subagent's memory folder: its own files (.memory)
 
-    def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], list[str]]:
+    def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], SessionRules]:
         state = tx.plugins(ns)
         auto = [a for a in state["autoAllow"] if isinstance(a, str)]
         return _stored_mode(state["mode"]), auto, session_rule_reader(ns)(tx, ctx)
@@ -560,6 +597,14 @@ def install_approval(
                 session = await owner.commit(session_rule_reader(ns), ctx)
         return mode, session_mode, store.build(session, auto_allow, workspace, granted)[0]
 
+    async def strict(api: Any, ctx: Context) -> SessionRules:
+        """The session's deny and ask rules for a call (its user conversation's)."""
+        top = await harness.conversation(await store.top(api.conversation_id, ctx), ctx)
+        if top is None:  # pragma: no cover - the hosting task's conversation exists
+            raise RuntimeError(f"conversation {api.conversation_id} is not open")
+        found = await top.commit(session_rule_reader(ns), ctx)
+        return {"deny": found["deny"], "ask": found["ask"]}
+
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
@@ -571,9 +616,9 @@ def install_approval(
         key = f"{api.conversation_id}:{api.call_id}"
         read: str | None = None  # the real path a read-only call reads, resolved once
         if rules.is_read_only(tool) and safe:
-            # Runs in every mode unless a deny or ask rule names it; session rules only allow,
-            # so the files' rules decide without reading storage.
-            ruleset = store.build((), (), workspace)[0]
+            # Runs in every mode unless a deny or ask rule names it: the files' and the
+            # session's (/permissions adds those); allow rules are read only when it would ask.
+            ruleset = store.build(await strict(api, ctx), (), workspace)[0]
             read = reads(tool, arguments, ruleset)
             verdict = ruleset.evaluate(tool, arguments, real=read)
             if verdict.kind == "deny":
@@ -631,10 +676,12 @@ def install_approval(
             action = "ask"
             reason = f"This asks because {verdict.why}."
         done: dict[str, Any] | None = None  # what letting the call through returns
+        personal: str | None = None  # why only a person may allow it (no rule, no hook)
         if mode == "sandbox" and tool in rules.sandboxed and isinstance(arguments, dict):
             outside = outside_sandbox(arguments)  # pyright: ignore[reportUnknownArgumentType]
             if outside is not None:  # after the rules: no allow rule covers it
                 action, reason = "ask", " ".join(filter(None, (reason, outside)))
+                personal = outside
             else:  # the tool runs it inside: the call says so (pico3 validates it again)
                 inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
                 done = {"call": {**call, "arguments": inside}}
@@ -655,6 +702,7 @@ def install_approval(
             confined = confinement(arguments, workspace, guarded, real=real, added=added)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."
+                personal = confined
             # ...where the tool writes (or fails): a symlink swapped in later cannot redirect it
             forget = checked(key, real)
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
@@ -672,31 +720,48 @@ def install_approval(
                     "This asks", "It would ask", 1
                 )
                 return {"block": deny_instead_reason(tool, why, restricted.deny_asks)}
-            await api.waiting(ctx)
-            request: ApprovalRequest = {
-                "conversationId": api.conversation_id,
-                "callId": api.call_id,
-                "taskId": api.task_id,
-                "name": tool,
-                "args": arguments,
-            }
-            if reason is not None:
-                request["reason"] = reason
-            else:  # a standing choice: a narrow rule that would allow this very call
-                offer = suggest_rule(
-                    tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+            # Claude Code's PermissionRequest hooks (any feature's permission_request handler)
+            # may answer the dialog about to open; no answer (or a malformed one) asks
+            candidate = hook_decision(await api.permission_request(call, ctx))
+            if candidate is not None and candidate["decision"] == "allow" and personal:
+                _log.warning(
+                    "%s call: %s allowed it, but no rule or hook allows a call that asks in "
+                    "every mode (%s): the dialog asks",
+                    tool,
+                    candidate.get("by"),
+                    personal,
                 )
-            if offer is not None:  # also a read outside's Read(//its/folder), with its reason
-                request["rule"] = offer
-                request["scopes"] = store.scopes()
-            if done is None and tool in rules.sandboxed and sandbox_ready():
-                request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
-            if tool == "write":
-                existing = _existing_size(arguments, workspace)
-                if existing is not None:
-                    request["overwrites"] = existing
-            candidate = check_decision(await ask(request, ctx), request)
+                candidate = None
+            hooked = candidate is not None and candidate.get("by")
+            if candidate is None:
+                await api.waiting(ctx)
+                request: ApprovalRequest = {
+                    "conversationId": api.conversation_id,
+                    "callId": api.call_id,
+                    "taskId": api.task_id,
+                    "name": tool,
+                    "args": arguments,
+                }
+                if reason is not None:
+                    request["reason"] = reason
+                else:  # a standing choice: a narrow rule that would allow this very call
+                    offer = suggest_rule(
+                        tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
+                    )
+                if offer is not None:  # also a read outside's Read(//its/folder), with its reason
+                    request["rule"] = offer
+                    request["scopes"] = store.scopes()
+                if done is None and tool in rules.sandboxed and sandbox_ready():
+                    request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
+                if tool == "write":
+                    existing = _existing_size(arguments, workspace)
+                    if existing is not None:
+                        request["overwrites"] = existing
+                candidate = check_decision(await ask(request, ctx), request)
             decision = await api.memo("decision", candidate, ctx)
+            if hooked and decision.get("by") == hooked:  # said on the worker's log
+                verb = "allowed" if decision["decision"] == "allow" else "refused"
+                _log.warning("%s call %s by %s", tool, verb, decision["by"])
         if decision["decision"] == "deny":
             if forget is not None:
                 forget()

@@ -1,8 +1,9 @@
 """The working directories: the folders a file tool reads without asking.
 
 As in Claude Code, the *working directories* are the project folder (the session's folder, the
-harness service ``workspace``) plus the folders the user added (``--add-dir``, ``/add-dir``,
-``permissions.additionalDirectories``). A ``read``, ``grep``, ``find`` or ``ls`` of a path
+harness service ``workspace``) plus the folders the user added (``--add-dir`` and ``/add-dir``,
+stored with the session; ``/add-dir --remember`` and ``permissions.additionalDirectories``, in
+the user's settings). A ``read``, ``grep``, ``find`` or ``ls`` of a path
 outside them asks in every mode but ``auto`` (the OS sandbox does not confine the file tools, so
 ``sandbox`` mode asks too); a ``Read(...)`` allow rule covering the path lets it run, and a deny
 rule still wins. Reads of the agent's *own* files never ask: the host lists them (its spill
@@ -130,7 +131,8 @@ class OutsideRead:
         return (
             f"{self.tool} reads {self.target}, outside the working directories "
             f"({', '.join(self.folders)}); to read in {self.folder} without asking, start the "
-            f"agent with --add-dir {self.folder} (or /add-dir in the TUI)"
+            f"agent with --add-dir {self.folder} (or /add-dir {self.folder} in the TUI, kept "
+            "with the session; /add-dir --remember for every session)"
         )
 
     @property

@@ -18,13 +18,14 @@ would run: while the project is not trusted (:func:`untrusted_source`), they do 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from chord import Context
 
-from .settings import LoadedHooks, parse_settings
+from .settings import HookSpec, LoadedHooks, parse_settings
 
 __all__ = ["AGENT_HOOKS_KEY", "SUBAGENT_KIND", "AgentHooks", "untrusted_source"]
 
@@ -60,29 +61,39 @@ class AgentHooks:
     """Each conversation's own hooks (those of the subagent definition its task ran), read once
     per conversation: a task's input never changes."""
 
-    def __init__(self) -> None:
+    def __init__(self, harness: Any, warn: Callable[[str], None]) -> None:
+        self._harness = harness
+        self._warn = warn
         self._found: dict[int, LoadedHooks] = {}
+        self._project: str | None = None
+        self._trusted = False
+        self._env: Mapping[str, str] = os.environ
 
-    def clear(self) -> None:
+    def load(self, services: Mapping[str, Any]) -> None:
+        """Take the project, its trust and the environment from the harness ``services`` (as
+        the settings' hooks are loaded), and forget what was read."""
+        project = services.get("project_root") or services.get("workspace")
+        self._project = str(project) if project else None
+        self._trusted = bool(services.get("project_trusted", False))
+        env = services.get("mcp_env")
+        self._env = os.environ if env is None else env
         self._found.clear()
 
-    async def of(
-        self,
-        harness: Any,
-        conversation_id: int,
-        ctx: Context,
-        *,
-        project: str | None,
-        trusted: bool,
-        env: Mapping[str, str],
-        warn: Any,
-    ) -> LoadedHooks:
+    async def add(
+        self, loaded: LoadedHooks, event: str, conversation_id: int, ctx: Context
+    ) -> list[HookSpec]:
+        """``loaded``'s hooks of ``event`` (the session's), then the conversation's own."""
+        own = await self.of(conversation_id, ctx)
+        return [*loaded.for_event(event), *own.for_event(event)]
+
+    async def of(self, conversation_id: int, ctx: Context) -> LoadedHooks:
         """The hooks of the definition whose task owns the conversation (none for another
-        conversation); each problem is passed to ``warn``."""
+        conversation); each problem is warned about (once)."""
         found = self._found.get(conversation_id)
         if found is not None:
             return found
         found = LoadedHooks()
+        harness = self._harness.harness
         handle = await harness.conversation(conversation_id, ctx)
         if handle is not None:
             record = await handle.commit(lambda tx, _c: tx.conversation(conversation_id), ctx)
@@ -92,15 +103,15 @@ class AgentHooks:
             entry = given.get(AGENT_HOOKS_KEY) if isinstance(given, dict) else None
             if isinstance(entry, dict) and isinstance(entry.get("hooks"), dict):  # pyright: ignore[reportUnknownMemberType]
                 source = str(entry.get("source") or "an agent definition")  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-                if untrusted_source(source, project, trusted, env):
-                    warn(
+                if untrusted_source(source, self._project, self._trusted, self._env):
+                    self._warn(
                         f"{source}: hooks not run: the project is not trusted (/trust), and "
                         "this agent file is the project's"
                     )
                 else:
                     hooks, problems = parse_settings({"hooks": entry["hooks"]}, source)
                     for problem in problems:
-                        warn(problem)
+                        self._warn(problem)
                     found = LoadedHooks(tuple(hooks), tuple(problems))
         self._found[conversation_id] = found
         return found

@@ -32,14 +32,12 @@ EVENTS: tuple[str, ...] = (
     "PreCompact",
     "Notification",
     "PostToolUseFailure",
+    "PermissionRequest",
 )
 """The Claude Code hook events this agent runs (any other name is reported: see
 :data:`NOT_RUN_EVENTS`)."""
 
 NOT_RUN_EVENTS: dict[str, str] = {
-    "PermissionRequest": "the approval dialog and your permission rules decide here, and a hook "
-    "could not answer the dialog for you; to block calls, give the same command to PreToolUse "
-    '(exit 2 or "permissionDecision": "deny" block there)',
     "PermissionDenied": "nothing reports a denied call to hooks here",
     "SubagentStart": "a subagent starts without hooks here (SubagentStop runs when it ends)",
     "StopFailure": "a turn that ends in an API error runs no hook here",

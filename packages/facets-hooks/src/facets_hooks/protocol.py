@@ -22,6 +22,7 @@ network); killing ``bwrap``'s group then ends every process the hook started.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -41,9 +42,12 @@ __all__ = [
     "CLAUDE_NAMES",
     "WAITING_MESSAGES",
     "HookRun",
+    "add_text",
     "assistant_text",
     "claude_tool",
     "hook_argv",
+    "prompt_key",
+    "prompt_text",
     "run_command",
     "shell_for",
     "tool_names",
@@ -265,3 +269,29 @@ def assistant_text(answer: object) -> str:
         if isinstance(block, dict) and block.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
     ]
     return "\n".join(texts)
+
+
+def add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
+    """Add ``text`` to a request message (a string content, or a new text block), after its
+    content or ``before`` it."""
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = f"{text}\n\n{content}" if before else f"{content}\n\n{text}"
+    elif isinstance(content, list):
+        block = {"type": "text", "text": text}
+        message["content"] = [block, *content] if before else [*content, block]  # pyright: ignore[reportUnknownVariableType]
+
+
+def prompt_text(message: dict[str, Any]) -> str:
+    """A user message's text (its string content, or its text blocks joined)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+    return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
+
+
+def prompt_key(message: dict[str, Any]) -> str:
+    """A stable key for one prompt (its content and timestamp): the verdicts' store key."""
+    raw = json.dumps([message.get("content"), message.get("timestamp")], sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -3,6 +3,8 @@
 Each event and where it runs (docs/design/harness.md#hook-points):
 
 ===================== ==================================================================
+``PermissionRequest`` ``permission_request`` of ``pi.tool`` (the approval feature runs it right
+                      before it would ask): ``allow``/``deny`` answer the dialog (:mod:`.permission`).
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
                       or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
                       ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
@@ -17,7 +19,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``Stop``              ``on_yield`` of a conversation nobody owns: exit 2's stderr or a
                       ``decision: "block"`` reason continues the turn with it as the next
                       message; ``stop_hook_active`` says the turn already continued so.
-``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way.
+``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way. A
+                      subagent's own hooks (:mod:`.agent_hooks`) run after the session's.
 ``SessionStart``      when the feature activates (worker start, ``/reload``): source
                       ``startup`` for an empty session, else ``resume``;
                       ``additionalContext`` or plain stdout is added before the first prompt.
@@ -31,13 +34,10 @@ Each event and where it runs (docs/design/harness.md#hook-points):
                       view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
 ===================== ==================================================================
 
-A subagent's own hooks (its agent definition's ``hooks``, :mod:`.agent_hooks`) run after the
-session's on its ``PreToolUse``, ``PostToolUse``, ``PostToolUseFailure`` and ``SubagentStop``
-only, the same way.
-
-**Safety.** A hook only ever adds restrictions: the session's approval (modes, rules, guarded
-paths) keeps deciding whether a call may run, and a hook's ``"allow"`` never lets through what
-approval would block or ask about (Claude Code lets an ``allow`` skip the prompt; we do not).
+**Safety.** A ``PreToolUse`` hook only ever adds restrictions: the session's approval (modes,
+rules, guarded paths) keeps deciding, and its ``"allow"`` never skips the dialog. Only a
+``PermissionRequest`` hook answers the dialog, and only once approval would ask (a deny rule,
+plan mode or ``denyInsteadOfPrompting`` decide before it runs; an error in it asks).
 A hook's ``"ask"`` cannot open the approval dialog (the approval feature owns it), so it blocks
 the call with the hook's reason, telling the model the user must confirm: fail closed.
 
@@ -88,23 +88,25 @@ from pico3 import (
 
 from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
+from .permission import answer_permission
+from .prompt_hooks import ask_model
 from .protocol import (
     WAITING_MESSAGES,
     HookRun,
+    add_text,
     assistant_text,
     claude_tool,
     hook_argv,
+    prompt_key,
+    prompt_text,
     run_command,
     tool_names,
     waiting_calls,
 )
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
-    add_text,
     post_notes,
     pre_verdict,
-    prompt_key,
-    prompt_text,
     prompt_verdict,
     replaced_output,
     start_context,
@@ -136,9 +138,7 @@ class Hooks:
         self._continued: dict[int, str] = {}  # conversation -> the Stop continuation it got
         self._warned: set[str] = set()
         self._ns: Any = None
-        self.agents = AgentHooks()
-        """Each subagent's own hooks (its definition's ``hooks``: :mod:`.agent_hooks`)."""
-        self._where: dict[str, Any] = {"project": None, "trusted": False, "env": os.environ}
+        self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -146,16 +146,13 @@ class Hooks:
         project = services.get("project_root") or services.get("workspace")
         self.cwd = str(services.get("workspace") or project or os.getcwd())
         env = services.get("mcp_env")
-        trusted = bool(services.get("project_trusted", False))
-        env = os.environ if env is None else env
         self.loaded = load_hooks(
-            env=env,
+            env=os.environ if env is None else env,
             project=project,
-            project_trusted=trusted,
+            project_trusted=bool(services.get("project_trusted", False)),
             plugins=services.get("claude_plugins"),
         )
-        self._where = {"project": project and str(project), "trusted": trusted, "env": env}
-        self.agents.clear()
+        self.agents.load(services)
         state_dir = services.get("state_dir")
         self.session_id = Path(state_dir).parent.name if isinstance(state_dir, str) else ""
         self.child_env = ChildEnvironment.of(services).environ(
@@ -206,7 +203,10 @@ class Hooks:
 
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
-        says to the user (a failure, a timeout) is logged."""
+        says to the user (a failure, a timeout) is logged. A prompt hook asks the session's model
+        (:mod:`.prompt_hooks`)."""
+        if hook.kind == "prompt":
+            return await ask_model(self._harness, hook, payload, ctx)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -238,17 +238,10 @@ class Hooks:
             return False
         return len(await registry.ancestry(conversation_id, ctx)) > 1
 
-    async def hooks_for(self, event: str, conversation_id: int, ctx: Context) -> list[HookSpec]:
-        """The session's hooks of ``event``, then the conversation's own (a subagent's)."""
-        own = await self.agents.of(
-            self._harness.harness, conversation_id, ctx, warn=self.warn, **self._where
-        )
-        return [*self.loaded.for_event(event), *own.for_event(event)]
-
     async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names = tool_names(name, arguments)
-        found = await self.hooks_for("PreToolUse", api.conversation_id, ctx)
+        found = await self.agents.add(self.loaded, "PreToolUse", api.conversation_id, ctx)
         hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
@@ -270,13 +263,16 @@ class Hooks:
                 return {"block": str(verdict["block"])}  # pyright: ignore[reportUnknownArgumentType]
         return None
 
+    async def permission_request(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
+        return await answer_permission(self, call, ctx)
+
     async def after_tool(
         self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
     ) -> ToolResult | None:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names, failed = tool_names(name, arguments), result.is_error
         event = "PostToolUseFailure" if failed else "PostToolUse"
-        found = await self.hooks_for(event, api.conversation_id, ctx)
+        found = await self.agents.add(self.loaded, event, api.conversation_id, ctx)
         hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
@@ -395,11 +391,10 @@ class Hooks:
 
     async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
         owned = await self.owned(api.conversation_id, ctx)
-        event = "SubagentStop" if owned else "Stop"  # a subagent's own Stop is SubagentStop
-        if owned:  # the session's SubagentStop hooks, then the subagent's own
-            hooks = await self.hooks_for(event, api.conversation_id, ctx)
-        else:
-            hooks = self.loaded.for_event(event)
+        event = "SubagentStop" if owned else "Stop"  # a subagent's own Stop is its SubagentStop
+        hooks = self.loaded.for_event(event)
+        if owned:  # then the subagent's own hooks
+            hooks = await self.agents.add(self.loaded, event, api.conversation_id, ctx)
         if not hooks:
             return None
         active = api.conversation_id in self._continued
@@ -514,7 +509,11 @@ class Hooks:
                 h.hooks(
                     ns,
                     TOOL_KIND,
-                    {"before_tool": self.before_tool, "after_tool": self.after_tool},
+                    {
+                        "before_tool": self.before_tool,
+                        "after_tool": self.after_tool,
+                        "permission_request": self.permission_request,
+                    },
                 )
             )
             undo.append(

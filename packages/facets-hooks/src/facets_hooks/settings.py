@@ -21,7 +21,8 @@ The shape is Claude Code's::
 
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
-``type`` is neither ``"command"`` nor ``"http"`` (:mod:`.http_hooks`), a missing ``command``, a bad ``timeout``), becomes one line of
+``type`` is not ``"command"``, ``"http"`` (:mod:`.http_hooks`) or ``"prompt"``
+(:mod:`.prompt_hooks`, on :data:`PROMPT_EVENTS` only), a missing ``command``, a bad ``timeout``), becomes one line of
 :attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
 what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
 event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
@@ -55,11 +56,34 @@ __all__ = [
 DEFAULT_TIMEOUT = 60.0
 """Seconds a hook command may run when its entry sets no ``timeout`` (Claude Code's default)."""
 
+PROMPT_TIMEOUT = 30.0
+"""Seconds a prompt hook's model may take when its entry sets no ``timeout`` (Claude Code's)."""
+
+PROMPT_EVENTS = frozenset(
+    {
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "Stop",
+        "SubagentStop",
+    }
+)
+"""The events a ``"type": "prompt"`` hook runs for (:mod:`.prompt_hooks`), as Claude Code."""
+
 MATCHED_EVENTS = frozenset(
-    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PreCompact", "SessionStart"}
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PermissionRequest",
+        "PreCompact",
+        "SessionStart",
+    }
 )
 """The events with a ``matcher``, as Claude Code: a tool-name pattern (``PreToolUse``,
-``PostToolUse``, ``PostToolUseFailure``), the trigger (``PreCompact``: ``manual``/``auto``) or
+``PostToolUse``, ``PostToolUseFailure``, ``PermissionRequest``), the trigger (``PreCompact``: ``manual``/``auto``) or
 the source (``SessionStart``: ``startup``/``resume``). Claude Code's ``Notification``,
 ``SubagentStop`` and ``SessionEnd`` matchers (notification type, agent type, reason) are not
 honoured: such a hook runs for every one, and a problem says so."""
@@ -102,6 +126,10 @@ class HookSpec:
     env: tuple[tuple[str, str], ...] = ()
     """Variables its command gets on top of the session's: a plugin's hook gets
     ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
+    kind: str = "command"
+    """``"command"`` (an HTTP hook too: its command is the program that posts) or
+    ``"prompt"`` (:mod:`.prompt_hooks`: :attr:`command` is the prompt the session's model
+    reads)."""
 
     @property
     def label(self) -> str:
@@ -189,15 +217,16 @@ def _matcher(value: object, where: str, problems: list[str]) -> tuple[str, re.Pa
         raise ValueError from None
 
 
-def _timeout(value: object, where: str, problems: list[str]) -> float:
+def _timeout(value: object, where: str, problems: list[str], prompt: bool = False) -> float:
+    default = PROMPT_TIMEOUT if prompt else DEFAULT_TIMEOUT
     if value is None:
-        return DEFAULT_TIMEOUT
+        return default
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
         problems.append(
             f"{where}: timeout must be a positive number of seconds, got {json.dumps(value)}; "
-            f"it runs with the default {DEFAULT_TIMEOUT:g} s"
+            f"it runs with the default {default:g} s"
         )
-        return DEFAULT_TIMEOUT
+        return default
     return float(value)
 
 
@@ -257,14 +286,19 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     problems.append(f"{here}: expected an object; skipped")
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
-                if kind not in ("command", "http"):
+                if kind not in ("command", "http", "prompt"):
                     problems.append(
-                        f'{here}: type {json.dumps(kind)} is not supported (only "command" and '
-                        '"http"); skipped'
+                        f'{here}: type {json.dumps(kind)} is not supported (only "command", '
+                        '"http" and "prompt"); skipped'
                     )
                     continue
                 shown = ""
-                if kind == "http":
+                if kind == "prompt":
+                    posted = _prompt(hook, event, here, problems)  # pyright: ignore[reportUnknownArgumentType]
+                    if posted is None:
+                        continue
+                    command, shown = posted
+                elif kind == "http":
                     posted = _http(hook, here, problems)  # pyright: ignore[reportUnknownArgumentType]
                     if posted is None:
                         continue
@@ -274,17 +308,40 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 if not isinstance(command, str) or not command.strip():
                     problems.append(f'{here}: "command" must be a non-empty string; skipped')
                     continue
-                timeout = _timeout(hook.get("timeout"), here, problems)  # pyright: ignore[reportUnknownMemberType]
+                timeout = _timeout(hook.get("timeout"), here, problems, kind == "prompt")  # pyright: ignore[reportUnknownMemberType]
                 problems += [
                     f"{here}: {key!r} is not supported here: {instead}"
                     for key, instead in ENTRY_FIELDS.items()
                     if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
                 ]
-                hooks.append(
-                    HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
-                )
+                spec = HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
+                hooks.append(replace(spec, kind="prompt") if kind == "prompt" else spec)
                 position += 1
     return hooks, problems
+
+
+def _prompt(
+    hook: dict[str, Any], event: str, here: str, problems: list[str]
+) -> tuple[str, str] | None:
+    """A prompt hook's ``(prompt, shown)`` (:mod:`.prompt_hooks`), or ``None`` with a
+    problem."""
+    if event not in PROMPT_EVENTS:
+        problems.append(
+            f'{here}: type "prompt" is not supported for {event} (only for '
+            f"{', '.join(sorted(PROMPT_EVENTS))}, as in Claude Code); skipped"
+        )
+        return None
+    prompt = hook.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        problems.append(f'{here}: a prompt hook needs "prompt" (a non-empty string); skipped')
+        return None
+    if hook.get("model") is not None:
+        problems.append(
+            f"{here}: 'model' is not supported here: the session's own model answers the prompt"
+        )
+    first = prompt.strip().splitlines()[0]
+    more = len(first) > 60 or "\n" in prompt.strip()
+    return prompt, f"prompt: {first[:60]}{'…' if more else ''}"
 
 
 def _http(hook: dict[str, Any], here: str, problems: list[str]) -> tuple[str, str] | None:

@@ -21,18 +21,14 @@ shows no hook's stdout anyway), ``systemMessage`` (logged for the user), ``decis
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any
 
 from .protocol import HookRun
 
 __all__ = [
-    "add_text",
     "post_notes",
     "pre_verdict",
-    "prompt_key",
-    "prompt_text",
     "prompt_verdict",
     "replaced_output",
     "start_context",
@@ -167,28 +163,3 @@ def start_context(run: HookRun) -> str:
     if output is None:
         return _text(run.stdout)
     return _text(_specific(output).get("additionalContext"))
-
-
-def add_text(message: dict[str, Any], text: str, *, before: bool = False) -> None:
-    """Add ``text`` to a message's content, after it (or ``before``)."""
-    content = message.get("content")
-    if isinstance(content, str):
-        message["content"] = f"{text}\n\n{content}" if before else f"{content}\n\n{text}"
-    elif isinstance(content, list):
-        block = {"type": "text", "text": text}
-        message["content"] = [block, *content] if before else [*content, block]  # pyright: ignore[reportUnknownVariableType]
-
-
-def prompt_text(message: dict[str, Any]) -> str:
-    """A user message's text."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = [b.get("text", "") for b in content or [] if isinstance(b, dict)]  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return "".join(str(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
-
-
-def prompt_key(message: dict[str, Any]) -> str:
-    """A user message's identity (its content and time), for the stored verdicts."""
-    raw = json.dumps([message.get("content"), message.get("timestamp")], sort_keys=True)
-    return hashlib.sha256(raw.encode()).hexdigest()[:16]

@@ -36,10 +36,11 @@ from pico3.kernel.commit import Kernel, Reporter
 from pico3.kernel.errors import Closed
 from pico3.kernel.namespaces import Namespace
 from pico3.kernel.tx import Transaction
+from pico3.kernel.tx.authority import Authority
 from pico3.kernel.view import Watch
 from pico3.registry import Registration
 from pico3.session_data.context import DerivedContext
-from pico3.session_data.entries import EntryKind
+from pico3.session_data.entries import EntryKind, NewEntry
 from pico3.session_data.section_seed import check_section_seed
 from pico3.storage.base import Storage
 from pico3.storage.records import Entry, Input, SectionSeed, Task
@@ -52,6 +53,9 @@ from pico3.turn.conversation import InputHandle
 from pico3.turn.sections import SectionRegistry, SystemSection
 
 __all__ = ["ConversationHandle", "Harness", "HarnessOptions"]
+
+_IMPORTED_KINDS = {"user": "pi.user", "assistant": "pi.assistant", "toolResult": "pi.tool_result"}
+"""The entry kind of each role :meth:`ConversationHandle.import_history` takes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,6 +462,44 @@ class ConversationHandle:
     async def input_abort(self, input_id: int, ctx: Context) -> str:
         """``"aborted"`` | ``"already_placed"`` | ``"not_found"``."""
         return await _turn.abort_input(self._kernel, self.id, input_id, ctx)
+
+    async def import_history(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        ctx: Context,
+        *,
+        data: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> list[int]:
+        """Append a conversation held elsewhere (another agent's session, imported) to this
+        one, new and empty, as one durable commit: each model message becomes the entry a turn
+        would have written for it (``user`` → ``pi.user``, ``assistant`` → ``pi.assistant``,
+        ``toolResult`` → ``pi.tool_result``), ``data[i]`` (if given) its ``data``. Nothing
+        runs: no turn, no tool. Returns the entry ids, in order.
+
+        Raises :class:`ValueError` for a conversation that has entries already (an import
+        continues nothing) or a message of another role, and
+        :class:`~pico3.session_data.entries.EntryRejected` naming a malformed message; nothing
+        is written then."""
+        if await self.entries(ctx, limit=1):
+            raise ValueError(f"conversation {self.id} has entries: import into a new one")
+        extra = list(data) if data is not None else [None] * len(messages)
+        if len(extra) != len(messages):
+            raise ValueError("import_history: data must have one item per message")
+        new: list[NewEntry] = []
+        for index, (message, more) in enumerate(zip(messages, extra, strict=True)):
+            kind = _IMPORTED_KINDS.get(str(message.get("role")))
+            if kind is None:
+                raise ValueError(
+                    f"import_history: message {index} has role {message.get('role')!r} "
+                    f"(one of {sorted(_IMPORTED_KINDS)} expected)"
+                )
+            new.append(NewEntry(kind=kind, model=[dict(message)], data=dict(more or {}) or None))  # pyright: ignore[reportArgumentType]
+        cid = self.id
+
+        def build(tx: Transaction, _ctx: Context) -> list[int]:
+            return [tx.append_entry(cid, entry).id for entry in new]
+
+        return await self._kernel.commit(build, ctx, conversation_id=cid, authority=Authority.CORE)
 
     async def entries(
         self,

@@ -40,6 +40,8 @@ kind               point          fold
 ``pi.tool``        before_tool    chain on the call; first ``{"block": reason}`` stops it;
                                   a raise blocks; changing id/name/namespace blocks
 ``pi.tool``        after_tool     chain on the :class:`~pico3.tools.ToolResult`
+``pi.tool``        permission_    first non-``None`` answer wins; run only when the approval
+                   request        authority is about to ask (``BeforeToolApi.permission_request``)
 ``pi.post_tools``  after_tools    observers
 ``pi.collapse``    before_collapse first non-``None`` wins
 ================== ============== ========================================================
@@ -104,11 +106,15 @@ CORE_POINTS: Mapping[str, frozenset[str]] = {
     "pi.generation": frozenset(
         {"system_instructions", "before_request", "after_response", "on_yield"}
     ),
-    "pi.tool": frozenset({"before_tool", "after_tool"}),
+    "pi.tool": frozenset({"before_tool", "after_tool", "permission_request"}),
     "pi.post_tools": frozenset({"after_tools"}),
     "pi.collapse": frozenset({"before_collapse"}),
 }
 """The hook points of the core kinds, by kind name."""
+
+PermissionAnswer = Callable[[dict[str, Any], Context], Awaitable[Any]]
+"""``answer(call, ctx)``: the ``permission_request`` point of one tool call (what
+:meth:`BeforeToolApi.permission_request` runs)."""
 
 OwnerOf = Callable[[int, Context], Awaitable["int | None"]]
 """``owner_of(conversation_id, ctx)``: the conversation of the task that owns this one (a
@@ -363,11 +369,22 @@ class BeforeToolApi:
     * :meth:`memo` is ``memo_once`` on the tool task's slot under ``hook:<namespace>:<name>``, so
       two plugins never collide on a name and a decision survives crash and reload.
     * :meth:`emit` commits the event ``plugin.<namespace>.<name>``.
+    * :meth:`permission_request` runs the ``permission_request`` point (the approval authority
+      calls it right before it would ask a person: Claude Code's ``PermissionRequest`` hooks
+      answer there).
 
     Every method rejects with ``StaleDefinition`` once the namespace token is stale.
     """
 
-    __slots__ = ("_call_id", "_conversation_id", "_kind", "_slot", "_task_id", "_token")
+    __slots__ = (
+        "_answer",
+        "_call_id",
+        "_conversation_id",
+        "_kind",
+        "_slot",
+        "_task_id",
+        "_token",
+    )
 
     def __init__(
         self,
@@ -378,7 +395,9 @@ class BeforeToolApi:
         call_id: str,
         namespace: Namespace,
         slot: SlotCommit,
+        answer: PermissionAnswer | None = None,
     ) -> None:
+        self._answer = answer
         self._kind = kind
         self._task_id = task_id
         self._conversation_id = conversation_id
@@ -453,6 +472,19 @@ class BeforeToolApi:
         """Commit the event ``plugin.<namespace>.<name>`` with ``data``."""
         token = self._token
         await self._slot(lambda tx, _slot: tx.emit(token, name, data), ctx)
+
+    async def permission_request(self, call: Mapping[str, Any], ctx: Context) -> Any:
+        """Ask the ``permission_request`` handlers of ``pi.tool`` (every namespace's) whether
+        they answer the dialog about to open for ``call``: each runs as ``handler(call, api,
+        ctx)`` (``api``: a :class:`ToolHookApi`) and the first non-``None`` value wins (what it
+        means is the caller's business: the approval feature reads ``{"behavior": "allow" |
+        "deny", ...}``). A handler that raises is reported and skipped, so an answer is never
+        made of an error; ``None`` when nobody answers (or nothing runs this point here)."""
+        if self._answer is None:
+            return None
+        if not self._token.alive:
+            raise StaleDefinition(f"namespace token {self._token.name!r} is stale")
+        return await self._answer(copy_json(dict(call)), ctx)
 
 
 class BeforeToolOutcome(msgspec.Struct, frozen=True):
@@ -673,6 +705,11 @@ class HookRunner:
             raise ValueError(str(exc)) from None
         call_id = str(current.get("id", ""))
         ruled: list[HookRegistration] = []
+        answer_api = ToolHookApi(self.kind, self.task_id, self.conversation_id, call_id)
+
+        async def answer(asked: dict[str, Any], ctx: Context) -> Any:
+            return await self.first("permission_request", (asked,), ctx, api=answer_api)
+
         for binding in await self.bindings("before_tool", ctx):
             if not binding.live:
                 continue
@@ -684,6 +721,7 @@ class HookRunner:
                 call_id=call_id,
                 namespace=binding.namespace,
                 slot=slot,
+                answer=answer,
             )
             try:
                 value = await _maybe(binding.handler(copy_json(current), api, ctx))

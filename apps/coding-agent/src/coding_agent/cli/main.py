@@ -99,8 +99,8 @@ __all__ = [
 ]
 
 SUBCOMMANDS = (
-    "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "facets", "db",
-    "warm-start",
+    "attach", "serve", "web", "config", "doctor", "acp", "sessions", "export", "import", "facets",
+    "db", "warm-start",
 )  # fmt: skip
 """The subcommands: the first word of their command lines (none takes -p or --json)."""
 
@@ -408,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     from coding_agent.cli.sessions import add_session_commands
 
     add_session_commands(commands)
+    from coding_agent.cli.importing import add_import_command
+
+    add_import_command(commands)
     from coding_agent.cli.facets import add_facets_commands
 
     add_facets_commands(commands)
@@ -1153,6 +1156,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             from coding_agent.cli.sessions import run_session_command
 
             return run_session_command(args, cwd)
+        if args.command == "import":
+            # lazy: start-up time (the command line imports only what the chosen command runs)
+            from coding_agent.cli.importing import run_import_command
+
+            return run_import_command(args, cwd, resume_prefix())
         from coding_agent.session_files.folders import remove_session
         from coding_agent.settings.config import load_config
         from coding_agent.settings.trust import TrustStore

@@ -40,7 +40,9 @@ read or has the wrong shape is a *problem* line naming it, never fatal (the rule
 not apply and the user is told). :meth:`PermissionFiles.add` appends a rule to the ``user`` or
 ``project`` ``config.toml`` with ``tomlkit``, keeping the user's comments and layout, and
 :meth:`PermissionFiles.remove` deletes one from any of the files (a Claude settings file is
-rewritten as JSON with two-space indents, its other keys kept).
+rewritten as JSON with two-space indents, its other keys kept). :meth:`PermissionFiles.add_directory`
+appends a folder to ``additional_directories`` of your own ``config.toml`` the same way
+(``/add-dir --remember``; never a project's file).
 """
 
 from __future__ import annotations
@@ -85,6 +87,8 @@ class WorkingSettings:
 
     added: tuple[str, ...] = ()
     block_reads_outside: bool = False
+    sources: tuple[str, ...] = ()
+    """The file each of :attr:`added` comes from (same order): what ``/add-dir`` lists."""
 
 
 def starting_mode(cwd: str | os.PathLike[str], chosen: str | None) -> str | None:
@@ -217,6 +221,7 @@ class PermissionFiles:
 
     def _working_settings(self, problems: list[str]) -> WorkingSettings:
         added: list[str] = []
+        sources: list[str] = []
         block = False
         for scope, (path, table) in self._tables.items():
             key = _BLOCK.get(path.suffix)
@@ -240,7 +245,8 @@ class PermissionFiles:
                     )
                 elif str(real) not in added:
                     added.append(str(real))
-        return WorkingSettings(tuple(added), block)
+                    sources.append(str(path))
+        return WorkingSettings(tuple(added), block, tuple(sources))
 
     def _expand(self, folder: str) -> str:
         """``folder`` with a leading ``~`` made the home folder (``HOME`` of the environment)."""
@@ -303,8 +309,6 @@ class PermissionFiles:
         """Append ``rule`` to the ``kind`` list of the ``scope`` (``user`` or ``project``)
         ``config.toml``, keeping its comments and layout; returns the file's path. Raises
         ``ValueError`` for another scope or an untrusted project."""
-        import tomlkit
-
         if kind not in KINDS:
             raise ValueError(f"{kind!r} is not a rule list (allow, ask or deny)")
         if scope == "user":
@@ -317,22 +321,48 @@ class PermissionFiles:
             path = self.project_file
         else:
             raise ValueError(f"rules are written to the user or project config.toml, not {scope!r}")
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        document = tomlkit.parse(text)
-        table = document.get("permissions")
-        if table is None:
-            table = tomlkit.table()
-            document["permissions"] = table
-        rules = table.get(kind)
-        if rules is None:
-            rules = tomlkit.array()
-            table[kind] = rules
-        if rule not in [str(item) for item in rules]:
-            rules.append(rule)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, tomlkit.dumps(document), mode=None)
+        _append_to_list(path, kind, rule)
         self._seen = None
         return str(path)
+
+    def add_directory(self, folder: str) -> tuple[str, bool]:
+        """Append ``folder`` (absolute) to ``additional_directories`` in your own
+        ``config.toml`` (``/add-dir --remember``), keeping its comments and layout: a working
+        directory of every session. Never a project's file (a cloned repository may not add
+        folders). Returns the file's path and whether it was written: ``False`` when the list
+        already names the folder (spelled ``~/...`` or absolute), and nothing is written.
+        Raises ``ValueError`` naming the file when it is not valid TOML or its
+        ``[permissions]`` is not a table."""
+        path = self.user_file
+        key = _ADDED["user"]
+        present = self._listed(path, key)
+        if any(os.path.realpath(self._cwd / self._expand(item)) == folder for item in present):
+            return str(path), False
+        _append_to_list(path, key, folder)
+        self._seen = None
+        return str(path), True
+
+    def _listed(self, path: Path, key: str) -> list[str]:
+        """The strings of ``[permissions]``'s ``key`` list in the TOML file ``path`` (empty
+        when the file or the list is missing); ``ValueError`` naming a file that is broken."""
+        import tomllib
+
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"{path}: cannot read it ({error})") from None
+        try:
+            table: object = tomllib.loads(text).get("permissions", {})
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{path}: not valid TOML ({error}); fix it first") from None
+        if not isinstance(table, dict):
+            raise ValueError(f"{path}: `permissions` must be a table; fix it first")
+        found = cast(dict[str, Any], table).get(key, [])
+        if not isinstance(found, list):
+            raise ValueError(f"{path}: `permissions.{key}` must be a list; fix it first")
+        return [item for item in cast(list[object], found) if isinstance(item, str)]
 
     def remove(self, rule: str, kind: str, source: str) -> None:
         """Delete ``rule`` from the ``kind`` list of the file ``source`` (one of this session's
@@ -365,3 +395,26 @@ class PermissionFiles:
             output = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         write_atomic(path, output, mode=None)
         self._seen = None
+
+
+def _append_to_list(path: Path, key: str, value: str) -> None:
+    """Append ``value`` to the ``key`` list of the ``[permissions]`` table of the TOML file
+    ``path`` (created, with the table and the list, when missing) unless it is there already,
+    with ``tomlkit``: the user's comments and layout are kept byte for byte. Written with
+    :func:`pico3.write_atomic`, so a crash leaves the old file or the new one."""
+    import tomlkit
+
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    document = tomlkit.parse(text)
+    table = document.get("permissions")
+    if table is None:
+        table = tomlkit.table()
+        document["permissions"] = table
+    values = table.get(key)
+    if values is None:
+        values = tomlkit.array()
+        table[key] = values
+    if value not in [str(item) for item in values]:
+        values.append(value)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, tomlkit.dumps(document), mode=None)

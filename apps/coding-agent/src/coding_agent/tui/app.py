@@ -41,7 +41,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, inert, with_cancel
-from chord.textual import TextualTui, register_commands, run_app_with_facets
+from chord.textual import DialogScreen, TextualTui, register_commands, run_app_with_facets
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
@@ -1017,6 +1017,10 @@ class CodingAgentApp(App[None]):
             return
         self._last_ctrl_c = now
         interrupted = self._stop_running()
+        if interrupted:  # a dialog of the stopped turn's goes with it, by the user's own key
+            for screen in self.screen_stack:
+                if isinstance(screen, DialogScreen):
+                    screen.expect_close()
         self.notify(INTERRUPTED_HINT if interrupted else QUIT_HINT, timeout=max(DOUBLE_CTRL_C, 2.0))
 
     async def _exit_after_stopping(self) -> None:

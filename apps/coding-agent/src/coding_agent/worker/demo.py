@@ -59,6 +59,9 @@ from pico3.models import (
     ModelInfo,
     Request,
     StreamEvent,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     faux_response,
@@ -78,6 +81,7 @@ __all__ = [
     "ScriptedProvider",
     "demo_provider",
     "demo_steps",
+    "echo_request",
     "finished_assistant_messages",
     "load_script",
     "script_steps",
@@ -414,6 +418,9 @@ class ScriptStep(msgspec.Struct, forbid_unknown_fields=True, frozen=True, rename
     thinking: str | None = None
     tool_calls: list[ScriptToolCall] = msgspec.field(default_factory=list)
     error: str | None = None
+    echo: bool = False
+    """Answer with the request's messages, one line each (:func:`echo_request`): a test sees
+    what the model was sent."""
 
 
 class ScriptConversation(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -453,10 +460,50 @@ class ScriptFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     models: list[ScriptModel] = msgspec.field(default_factory=list)
 
 
+def echo_request(request: Request, state: FauxState) -> FauxResponse:
+    """A script's ``{"echo": true}`` step: the answer lists the messages the model was sent,
+    a line each (``user: TEXT``, ``assistant: TEXT``, ``thinking: TEXT``, ``call NAME ARGS``,
+    ``result NAME: TEXT``), the text of each on one line."""
+    del state
+    lines: list[str] = []
+
+    def flat(text: str) -> str:
+        return " ".join(text.split())
+
+    for message in request.messages:
+        if isinstance(message, UserMessage):
+            content = message.content
+            parts = (
+                [content]
+                if isinstance(content, str)
+                else [
+                    b.text if isinstance(b, TextContent) else f"[image {b.mime_type}]"
+                    for b in content
+                ]
+            )
+            lines.append("user: " + flat(" ".join(parts)))
+        elif isinstance(message, AssistantMessage):
+            for block in message.content:
+                if isinstance(block, TextContent):
+                    lines.append("assistant: " + flat(block.text))
+                elif isinstance(block, ThinkingContent):
+                    lines.append("thinking: " + flat(block.thinking))
+                elif isinstance(block, ToolCall):
+                    arguments = msgspec.json.encode(block.arguments).decode()
+                    lines.append(f"call {block.name} {arguments}")
+        elif isinstance(message, ToolResultMessage):
+            text = " ".join(b.text for b in message.content if isinstance(b, TextContent))
+            lines.append(f"result {message.tool_name}: {flat(text)}")
+    return faux_response("\n".join(lines))
+
+
 def script_steps(steps: Sequence[ScriptStep]) -> list[FauxStep]:
     """Faux responses for parsed script steps."""
     responses: list[FauxStep] = []
     for step in steps:
+        if step.echo:
+            responses.append(echo_request)
+            continue
         blocks: list[Any] = []
         if step.thinking:
             blocks.append(faux_thinking(step.thinking))

@@ -157,6 +157,7 @@ from coding_agent.worker.working_dirs import SERVICE as WORKING_DIRS_SERVICE
 from coding_agent.worker.working_dirs import (
     WorkingDirectories,
     agent_files,
+    session_keeper,
     working_dirs_facet,
 )
 from pico3 import (
@@ -593,7 +594,12 @@ async def open_session_host(
                 define_facet(WORKER_FACET_ID, worker),
                 status.facet(),
                 reload_service_facet(reloader),
-                working_dirs_facet(working_dirs, session.cwd, config.env or os.environ),
+                working_dirs_facet(
+                    working_dirs,
+                    session.cwd,
+                    config.env or os.environ,
+                    session_keeper(session, shared),
+                ),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
                 tuis.facet(),
                 *features,
@@ -1261,7 +1267,8 @@ def session_worker_config(
     for added in stored.add_dirs:  # stored by --add-dir: a folder since removed stops the start
         if not os.path.isdir(added):
             raise ConfigError(
-                f"--add-dir {added} (stored with session {session.id}) is no longer a folder: "
+                f"--add-dir {added} (stored with session {session.id} by --add-dir or "
+                "/add-dir) is no longer a folder: "
                 "create it again, or start a new session without it"
             )
     return WorkerConfig(

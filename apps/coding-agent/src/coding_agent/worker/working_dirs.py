@@ -5,10 +5,12 @@ As in Claude Code, a file tool (``read``, ``grep``, ``find``, ``ls``) reads with
 A read elsewhere asks in every mode but ``auto`` (README "Permission rules"). The folders are
 added with:
 
-* ``--add-dir DIR`` (repeatable): stored with the session's launch settings, so every worker of
-  the session (a restart, ``--continue``) has them;
+* ``--add-dir DIR`` (repeatable) and ``/add-dir DIR`` in the TUI: stored with the session's
+  launch settings (:func:`session_keeper`), so every worker of the session (a restart,
+  ``--continue``, a failover to another server) has them;
 * ``additional_directories`` in the ``[permissions]`` table of your own ``config.toml``
-  (:mod:`coding_agent.settings.config`: a project's file may not set it);
+  (:mod:`coding_agent.settings.config`: a project's file may not set it); ``/add-dir --remember
+  DIR`` appends to it (:meth:`~coding_agent.settings.permissions.PermissionFiles.add_directory`);
 * Claude Code's ``permissions.additionalDirectories`` in ``~/.claude/settings.json`` (a
   project's ``.claude/settings*.json`` may not: a cloned repository could add ``~``; its entry is
   a note saying where to put it instead).
@@ -25,23 +27,38 @@ are read again at each decision, so an edited settings file applies to the next 
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from chord import Context, Facet, FacetEnvironment, RemoteServiceError, define_facet
+import msgspec
+
+from chord import BACKGROUND, Context, Facet, FacetEnvironment, RemoteServiceError, define_facet
 from coding_agent.context.context_files import CONTEXT_FILE_NAMES, scan_context_files
 from coding_agent.context.prompt_templates import template_roots
 from coding_agent.context.resources import Places
 from coding_agent.context.skills import skill_roots
 from coding_agent.contracts import WorkingDirsService
+from coding_agent.session_files.folders import Session, SessionError, load_session, update_settings
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.trust import project_root_for
 from coding_agent.settings.xdg import claude_home, config_home
+from coding_agent.worker.shared_state import StorageBox, store_settings
 
-__all__ = ["SERVICE", "TEMP_PREFIX", "WorkingDirectories", "agent_files", "working_dirs_facet"]
+__all__ = [
+    "SERVICE",
+    "TEMP_PREFIX",
+    "Keep",
+    "WorkingDirectories",
+    "agent_files",
+    "session_keeper",
+    "working_dirs_facet",
+]
+
+_log = logging.getLogger(__name__)
 
 SERVICE = "working_directories"
 """The harness service's name (``facets_approval.workdirs.WORKING_DIRECTORIES_SERVICE``)."""
@@ -131,9 +148,19 @@ class WorkingDirectories(Mapping[str, Any]):
         self._files = files
 
     def add(self, folder: str) -> None:
-        """Add ``folder`` (absolute) until the worker stops (``/add-dir``)."""
+        """Add ``folder`` (absolute) for this worker; ``/add-dir`` has stored it with the
+        session first (:func:`session_keeper`), so the next worker starts with it."""
         if folder not in self._added:
             self._added.append(folder)
+
+    @property
+    def files(self) -> PermissionFiles:
+        """The settings files adding folders (``config.toml``, ``~/.claude/settings.json``)."""
+        return self._files
+
+    def session_folders(self) -> list[str]:
+        """The folders of the session itself (``--add-dir``, ``/add-dir``), in order."""
+        return list(self._added)
 
     def __getitem__(self, key: str) -> Any:
         if key == "added":
@@ -152,37 +179,157 @@ class WorkingDirectories(Mapping[str, Any]):
         return len(self._KEYS)
 
 
+Keep = Callable[[str], Awaitable[None]]
+"""Stores a folder (absolute) with the session's launch settings (:func:`session_keeper`)."""
+
+
+def session_keeper(session: Session, box: StorageBox | None) -> Keep:
+    """What ``/add-dir`` stores a folder with: the session's launch settings, in
+    ``session.json``, beside ``--add-dir``'s folders (:func:`update_settings`: read again
+    first, written atomically and ``fsync``-ed), so a restarted worker, ``--continue`` and
+    ``--resume`` start with it; on PostgreSQL in the session's blobs too, so a worker of
+    another server does after a failover. Raises ``OSError``/``SessionError`` when
+    ``session.json`` cannot be written (the folder is then not added)."""
+
+    async def keep(folder: str) -> None:
+        current = load_session(session.path)
+        settings = current.settings
+        if folder in settings.add_dirs:
+            return
+        added = msgspec.structs.replace(settings, add_dirs=(*settings.add_dirs, folder))
+        update_settings(current, added)
+        if box is not None:
+            try:
+                await store_settings(box, current, BACKGROUND)
+            except Exception as error:  # a lost lease: this worker stops at its next commit
+                _log.warning("could not store the session's launch settings: %s", error)
+
+    return keep
+
+
+def _invalid(message: str) -> RemoteServiceError:
+    return RemoteServiceError("service_invalid_value", message)  # said as it is, one line
+
+
 class _Adding:
     """The served :class:`~coding_agent.contracts.WorkingDirs`."""
 
-    def __init__(self, dirs: WorkingDirectories, cwd: Path, env: Mapping[str, str]) -> None:
+    def __init__(
+        self, dirs: WorkingDirectories, cwd: Path, env: Mapping[str, str], keep: Keep | None
+    ) -> None:
         self._dirs = dirs
         self._cwd = cwd
+        self._project = os.path.realpath(cwd)
         self._home = env.get("HOME") or os.path.expanduser("~")
+        self._keep = keep
+
+    def _folder(self, given: str) -> tuple[str, str]:
+        """The real folder ``given`` names (``~`` expanded, relative to the project folder)
+        and the words saying what a relative one became; a one-line error for nothing given,
+        a missing folder, a file, the project folder or a folder inside it."""
+        spelled = given.strip()
+        if not spelled:
+            raise _invalid("give a folder: /add-dir DIR (/add-dir alone lists them)")
+        expanded = spelled
+        if spelled == "~" or spelled.startswith("~/"):
+            expanded = self._home + spelled[1:]
+        path = os.path.realpath(self._cwd / expanded)
+        became = "" if os.path.isabs(expanded) else f" ({spelled} from the project {self._cwd})"
+        if not os.path.lexists(path):
+            raise _invalid(f"no such folder: {spelled} ({path}); nothing was added")
+        if not os.path.isdir(path):
+            raise _invalid(
+                f"{spelled} is a file, not a folder ({path}): add its folder, "
+                f"/add-dir {os.path.dirname(path)}"
+            )
+        if path == self._project or path.startswith(self._project.rstrip(os.sep) + os.sep):
+            if path == self._project:
+                raise _invalid(f"{path} is the project folder: already a working directory")
+            raise _invalid(
+                f"{path} is inside the project {self._project}: already a working directory"
+            )
+        return path, became
+
+    def _held(self, path: str, settings: bool) -> str | None:
+        """Where ``path`` is already a working directory from (the folder holding it and the
+        file or session that adds it), or ``None``: the session's folders unless
+        ``settings``, the settings files' always."""
+        found = [] if settings else [(f, "this session") for f in self._dirs.session_folders()]
+        working = self._dirs.files.working_directories()
+        found += [(f, source) for f, source in zip(working.added, working.sources, strict=True)]
+        for folder, source in found:
+            real = os.path.realpath(folder)
+            if path == real or path.startswith(real.rstrip(os.sep) + os.sep):
+                inside = "" if path == real else f"inside {real}, "
+                return f"{inside}from {source}"
+        return None
 
     async def add(self, folder: str, ctx: Context) -> str:
         del ctx
-        spelled = folder.strip()
-        if spelled == "~" or spelled.startswith("~/"):
-            spelled = self._home + spelled[1:]
-        path = (self._cwd / spelled).resolve() if spelled else None
-        if path is None or not path.is_dir():
-            message = f"no such folder: {folder or '(none given)'}"
-            raise RemoteServiceError("service_invalid_value", message)  # said as it is
-        self._dirs.add(str(path))
-        return str(path)
+        path, became = self._folder(folder)
+        held = self._held(path, settings=False)
+        if held is not None:
+            return f"{path}{became} is already a working directory ({held}): nothing written"
+        if self._keep is not None:
+            try:
+                await self._keep(path)
+            except (OSError, SessionError) as error:
+                raise _invalid(f"cannot keep {path} with the session: {error}") from None
+        self._dirs.add(path)
+        return (
+            f"Added {path}{became} as a working directory, kept with this session (its next "
+            "worker and --continue too): files there are read without asking"
+        )
+
+    async def remember(self, folder: str, ctx: Context) -> str:
+        del ctx
+        path, became = self._folder(folder)
+        held = self._held(path, settings=True)
+        if held is not None:
+            return f"{path}{became} is already a working directory of every session ({held}): nothing written"
+        try:
+            written, fresh = self._dirs.files.add_directory(path)
+        except (ValueError, OSError) as error:
+            raise _invalid(f"cannot remember {path}: {error}") from None
+        if not fresh:
+            return (
+                f"{path}{became} is already in additional_directories of {written}: nothing written"
+            )
+        return (
+            f"Added {path}{became} as a working directory of every session: appended to "
+            f"additional_directories in {written}"
+        )
+
+    async def listing(self, ctx: Context) -> list[dict[str, str]]:
+        del ctx
+        rows = [{"folder": self._project, "from": "the project"}]
+        for folder in self._dirs.session_folders():
+            rows.append({"folder": folder, "from": "this session (--add-dir or /add-dir)"})
+        working = self._dirs.files.working_directories()
+        for folder, source in zip(working.added, working.sources, strict=True):
+            same = [row for row in rows if row["folder"] == folder]
+            if same:  # a session's folder you also remembered: both say where it comes from
+                same[0]["from"] += f"; also {source}"
+            else:
+                rows.append({"folder": folder, "from": source})
+        return rows
 
 
 WORKING_DIRS_FACET_ID = "coding-agent/working-dirs"
 
 
 def working_dirs_facet(
-    dirs: WorkingDirectories, cwd: str | os.PathLike[str], env: Mapping[str, str]
+    dirs: WorkingDirectories,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    keep: Keep | None = None,
 ) -> Facet:
     """The worker facet serving :data:`~coding_agent.contracts.WorkingDirsService` over
-    ``dirs`` (``/add-dir``: the folder counts until the worker stops; it is not stored)."""
+    ``dirs``: ``/add-dir`` stores a folder with ``keep`` (:func:`session_keeper`; without it
+    the folder counts until the worker stops), ``/add-dir --remember`` in your own
+    ``config.toml``, ``/add-dir`` alone lists them."""
 
     def setup(env_: FacetEnvironment) -> None:
-        env_.provide(WorkingDirsService, _Adding(dirs, Path(cwd), env))
+        env_.provide(WorkingDirsService, _Adding(dirs, Path(cwd), env, keep))
 
     return define_facet(WORKING_DIRS_FACET_ID, setup)

@@ -1,10 +1,14 @@
-"""``/add-dir DIR``: one more working directory for this session, from the TUI.
+"""``/add-dir``: the session's working directories, from the TUI.
 
 The file tools read in a working directory without asking, and edits there follow the mode as
-in the project (README "Working directories"). ``/add-dir`` asks the worker
-(:data:`~coding_agent.contracts.WorkingDirsService`) to add the folder until it stops: it is not
-stored (``--add-dir`` stores it with the session; ``additional_directories`` in your
-``config.toml`` keeps it for every session).
+in the project (README "Working directories"). The worker
+(:data:`~coding_agent.contracts.WorkingDirsService`) checks and stores the folder:
+
+* ``/add-dir DIR`` — one more working directory for this session, stored with its launch
+  settings beside ``--add-dir``'s folders: a restarted worker and ``--continue`` keep it;
+* ``/add-dir --remember DIR`` — for every session: appended to ``additional_directories`` in
+  your own ``config.toml`` (comments kept; never a project's file);
+* ``/add-dir`` — lists the working directories and where each comes from.
 """
 
 from __future__ import annotations
@@ -27,24 +31,34 @@ __all__ = ["ADD_DIR", "working_dirs_commands_facet"]
 
 WORKING_DIRS_COMMANDS_FACET_ID = "coding-agent/working-dirs-commands"
 
+REMEMBER = "--remember"
+
 
 async def add_dir(service: Any, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/add-dir DIR``: add the folder (the worker checks it exists)."""
+    """``/add-dir [--remember] [DIR]`` (module doc); the worker's one-line error is the
+    command's."""
+    given = args["dir"].strip()
+    remember = given == REMEMBER or given.startswith(REMEMBER + " ")
+    if remember:
+        given = given.removeprefix(REMEMBER).strip()
     try:
-        folder = await service.add(args["dir"], ctx)
+        if not given and not remember:
+            rows = await service.listing(ctx)
+            width = max(len(row["folder"]) for row in rows)
+            lines = [f"  {row['folder']:<{width}}  from {row['from']}" for row in rows]
+            return "Working directories (files there are read without asking):\n" + "\n".join(lines)
+        if remember:
+            return await service.remember(given, ctx)
+        return await service.add(given, ctx)
     except RemoteServiceError as error:
         raise CommandError(f"/add-dir: {error.message}") from None
-    return (
-        f"Added {folder} as a working directory until the session's worker stops: files "
-        "there are read without asking (--add-dir stores it with the session)"
-    )
 
 
 ADD_DIR = Command(
     "add-dir",
-    "Add a working directory for this session (read without asking)",
+    "Add a working directory, kept with this session (--remember: every session; alone: list them)",
     add_dir,
-    args=(Arg("dir", rest=True, hint="DIR"),),
+    args=(Arg("dir", optional=True, rest=True, hint="[--remember] [DIR]"),),
 )
 
 

@@ -345,6 +345,8 @@ class ToolCard(Vertical):
             return diff_text(preview)
         if self.tool_name in _TITLED or _summarised(arguments):
             return ""  # the header says it all (a write's content shows in its result)
+        if self.tool_name == "question":
+            return inert(_question_arguments(arguments))
         return inert(_other_arguments(arguments))
 
     def _render_args(self) -> None:
@@ -376,6 +378,28 @@ def _other_arguments(arguments: Mapping[str, Any]) -> str:
             shown = short_json(value, 200)
         lines.append(f"{key}: {_clip(shown, 200)}")
     return "\n".join(lines)
+
+
+def _question_arguments(arguments: Mapping[str, Any]) -> str:
+    """A ``question`` call's answers as the user was offered them: the options, then whether an
+    answer of one's own was accepted (the tool's ``allowText``, true unless the model said
+    false, and always with no option) in words rather than as the flag."""
+    options = arguments.get("options")
+    choices = (
+        [o for o in options if isinstance(o, str)]  # pyright: ignore[reportUnknownVariableType]
+        if isinstance(options, list)
+        else []
+    )
+    rest = {k: v for k, v in arguments.items() if k not in ("options", "allowText")}
+    extra = rest and (len(rest) > 1 or "question" not in rest)
+    lines = [_other_arguments(rest)] if extra else []
+    if choices:
+        typed = arguments.get("allowText") is not False
+        lines.append(
+            f"options: {_clip(' · '.join(choices), 200)}"
+            + (" · or an answer of your own" if typed else " (only these)")
+        )
+    return "\n".join(line for line in lines if line)
 
 
 def _summarised(arguments: Mapping[str, Any]) -> bool:

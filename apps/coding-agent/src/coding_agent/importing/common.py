@@ -1,0 +1,284 @@
+"""What both session readers share: reading a JSONL file line by line, the imported session,
+and turning another agent's tool calls into ours.
+
+A reader (:mod:`~coding_agent.importing.pi_sessions`,
+:mod:`~coding_agent.importing.claude_code_sessions`) turns a session file into an
+:class:`ImportedSession`: its project folder, and its conversation as *our* model messages
+(the JSON shapes of :mod:`pico3.models`: ``user``, ``assistant``, ``toolResult``), oldest first.
+What the model read in the other agent is what it reads here:
+
+* a call of one of our tools (``bash``, ``read``, ``write``, ``edit``, ``grep``, ``find``,
+  ``ls``) stays a tool call, its arguments renamed to ours, with its result as a ``toolResult``;
+* a call of any other tool (a subagent, a todo list, an MCP tool) becomes text in the
+  assistant's message, ``[tool call NAME: {arguments}]``, and its result a user message
+  ``[result of NAME: …]``, after the results of the same answer's calls of our tools;
+* thinking is kept, but every imported assistant message has the ``api``
+  ``import:<tool>``: no provider adapter treats its signatures as its own, so signed thinking
+  is never sent back as thinking (an adapter sends it as text, or leaves it out) and redacted
+  thinking is never sent at all.
+
+The source file is only ever read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "OUR_TOOLS",
+    "ImportProblem",
+    "ImportedSession",
+    "SourceLines",
+    "assistant_message",
+    "finish_messages",
+    "first_line",
+    "late_user_text",
+    "millis",
+    "read_lines",
+    "text_of",
+    "unknown_call_text",
+    "unknown_result_text",
+]
+
+OUR_TOOLS = frozenset({"bash", "read", "write", "edit", "grep", "find", "ls"})
+"""The tools whose calls an import keeps as tool calls (every agent has them)."""
+
+LINE_LIMIT = 64 * 1024 * 1024
+"""The longest line read (a tool result holding a big file is long; a binary file is not JSONL)."""
+
+
+class ImportProblem(Exception):
+    """The file cannot be imported; the message names the file, what is wrong and what to do."""
+
+
+@dataclass
+class SourceLines:
+    """The JSON objects of a JSONL file, in order, and how many lines were skipped."""
+
+    records: list[dict[str, Any]]
+    skipped: int
+    truncated_tail: bool
+    """Whether the last line was cut off (a session being written, or a crash)."""
+
+
+@dataclass
+class ImportedSession:
+    """A session of another agent, read: what :func:`coding_agent.importing.store.import_file`
+    stores as a session of ours."""
+
+    tool: str
+    """``pi`` or ``claude-code``."""
+    source: Path
+    cwd: Path | None
+    """The project folder the file records (``None``: it records none, as pi's oldest files)."""
+    source_id: str
+    messages: list[dict[str, Any]]
+    skipped_lines: int = 0
+    truncated_tail: bool = False
+    started: datetime | None = None
+    notes: list[str] = field(default_factory=list[str])
+    """What was left out, in words (shown after the import)."""
+
+    name: str = ""
+    """The session's name or title there (pi's ``/name``, Claude Code's summary line), if any."""
+    first_prompt: str = ""
+    """The first line the user typed in the session (before any compaction, on any branch),
+    what ``import --list`` shows."""
+
+    @property
+    def model(self) -> str:
+        """``provider/model`` of the last imported answer (``""`` when none says)."""
+        for message in reversed(self.messages):
+            if message.get("role") == "assistant" and message.get("model"):
+                provider = message.get("provider") or ""
+                return f"{provider}/{message['model']}" if provider else str(message["model"])
+        return ""
+
+
+def read_lines(path: Path) -> SourceLines:
+    """The JSON objects of ``path``; a line that is not a JSON object is skipped and counted.
+    Raises :class:`ImportProblem` for a file that cannot be read."""
+    try:
+        if not path.is_file():
+            raise ImportProblem(f"{path}: not a file (give the path of a session's .jsonl file)")
+        size = path.stat().st_size
+        if size > LINE_LIMIT * 4:
+            raise ImportProblem(f"{path}: {size} bytes is too big for a session file")
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ImportProblem(f"{path}: cannot read: {error.strerror}") from None
+    lines = raw.split(b"\n")
+    last_complete = raw.endswith(b"\n")
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    truncated = False
+    for index, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            skipped += 1
+            truncated = truncated or (index == len(lines) - 1 and not last_complete)
+            continue
+        if isinstance(value, dict):
+            records.append(value)  # pyright: ignore[reportUnknownArgumentType]
+        else:
+            skipped += 1
+    return SourceLines(records, skipped, truncated)
+
+
+def millis(stamp: Any) -> int:
+    """Epoch milliseconds of an ISO 8601 time or a number (0 when there is none)."""
+    if isinstance(stamp, bool):
+        return 0
+    if isinstance(stamp, int | float):
+        return int(stamp)
+    if isinstance(stamp, str):
+        try:
+            return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+        except ValueError:
+            return 0
+    return 0
+
+
+def text_of(content: Any) -> str:
+    """The text of message content: a string, or the ``text`` of its text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            block["text"]
+            for block in content  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(block, dict)
+            and block.get("type") == "text"  # pyright: ignore[reportUnknownMemberType]
+            and isinstance(block.get("text"), str)  # pyright: ignore[reportUnknownMemberType]
+        ]
+        return "\n".join(parts)  # pyright: ignore[reportUnknownArgumentType]
+    return ""
+
+
+def first_line(texts: Iterable[str]) -> str:
+    """The first line of the first of ``texts`` the user typed (not a command's ``<tag>``)."""
+    for text in texts:
+        stripped = text.strip()
+        if stripped and not stripped.startswith("<"):
+            return stripped.splitlines()[0]
+    return ""
+
+
+def unknown_call_text(name: str, arguments: Any) -> dict[str, Any]:
+    """The text block that stands for a call of a tool we do not have."""
+    shown = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+    return {"type": "text", "text": f"[tool call {name}: {shown}]"}
+
+
+def unknown_result_text(name: str, text: str, is_error: bool) -> str:
+    """The text that stands for the result of a call of a tool we do not have."""
+    what = "error of" if is_error else "result of"
+    return f"[{what} {name}: {text}]" if text else f"[{what} {name}: (nothing)]"
+
+
+def assistant_message(
+    tool: str, blocks: list[dict[str, Any]], *, provider: str, model: str, timestamp: int
+) -> dict[str, Any]:
+    """An imported assistant message (``api`` ``import:TOOL``: its signatures are nobody's)."""
+    calls = any(block.get("type") == "toolCall" for block in blocks)
+    return {
+        "role": "assistant",
+        "content": blocks,
+        "api": f"import:{tool}",
+        "provider": provider,
+        "model": model,
+        "stopReason": "toolUse" if calls else "stop",
+        "timestamp": timestamp,
+    }
+
+
+_LATE = "_late"
+"""Marks a user message holding results of tools we do not have: it goes after the answer's
+``toolResult`` messages (a provider wants the results right after the calls)."""
+
+
+def late_user_text(text: str, timestamp: int) -> dict[str, Any]:
+    """A user message with the result of a tool we do not have (see :func:`finish_messages`)."""
+    return {"role": "user", "content": text, "timestamp": timestamp, _LATE: True}
+
+
+def finish_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The messages in an order every provider takes, and how many results had no call.
+
+    After an assistant message come the results of its calls (a call without one gets an
+    error result saying it was not in the imported session), then one user message with the
+    results of tools we do not have; a ``toolResult`` whose call is not in the assistant
+    message before it becomes a user message of text."""
+    out: list[dict[str, Any]] = []
+    orphans = 0
+    pending: list[dict[str, Any]] = list(messages)  # pyright: ignore[reportAssignmentType]
+    index = 0
+    while index < len(pending):
+        message = dict(pending[index])
+        index += 1
+        if message.get("role") != "assistant":
+            if message.get("role") == "toolResult":  # no assistant call before it
+                orphans += 1
+                name = str(message.get("toolName", "tool"))
+                text = unknown_result_text(
+                    name, text_of(message.get("content")), bool(message.get("isError"))
+                )
+                message = {"role": "user", "content": text, "timestamp": message["timestamp"]}
+            message.pop(_LATE, None)
+            out.append(message)
+            continue
+        out.append(message)
+        calls = {
+            block["id"]: block["name"]
+            for block in message["content"]
+            if block.get("type") == "toolCall"
+        }
+        results: dict[str, dict[str, Any]] = {}
+        late: list[str] = []
+        while index < len(pending) and (
+            pending[index].get("role") == "toolResult" or pending[index].get(_LATE)
+        ):
+            follower = dict(pending[index])
+            index += 1
+            if follower.get("role") == "toolResult" and follower.get("toolCallId") in calls:
+                results.setdefault(follower["toolCallId"], follower)
+            elif follower.get("role") == "toolResult":
+                orphans += 1
+                name = str(follower.get("toolName", "tool"))
+                late.append(
+                    unknown_result_text(
+                        name, text_of(follower.get("content")), bool(follower.get("isError"))
+                    )
+                )
+            else:
+                late.append(text_of(follower.get("content")))
+        for call_id, name in calls.items():
+            out.append(
+                results.get(call_id)
+                or {
+                    "role": "toolResult",
+                    "toolCallId": call_id,
+                    "toolName": name,
+                    "content": [
+                        {
+                            "type": "text",
+                            "text": "(the result of this call was not in the imported session)",
+                        }
+                    ],
+                    "isError": True,
+                    "timestamp": message["timestamp"],
+                }
+            )
+        if late:
+            out.append(
+                {"role": "user", "content": "\n\n".join(late), "timestamp": message["timestamp"]}
+            )
+    return out, orphans

@@ -1,0 +1,128 @@
+"""``"type": "prompt"`` hooks: the session's model decides instead of a command.
+
+Claude Code's prompt hooks send the hook's ``prompt`` (``$ARGUMENTS`` replaced by the event's
+JSON, or the JSON appended when the prompt does not name it) to a small model, which answers
+``{"ok": true}`` (go on) or ``{"ok": false, "reason": "..."}`` (stop, with the reason). Here the
+session's own model answers (the root conversation's provider and model, as MCP sampling uses
+it), with no tools and no conversation context, once per hook run.
+
+:func:`ask_model` answers as a command hook would, so each event reads it as it reads a
+command's run (:mod:`.verdicts`, :mod:`.permission`):
+
+* ``ok: true`` — exit 0 without output: nothing changes (for ``PermissionRequest``: no answer,
+  the dialog asks: a model's judgement of a call the model made does not skip the dialog);
+* ``ok: false`` — exit 2 with ``reason`` on stderr: the event's blocking error (``PreToolUse``
+  blocks the call, ``Stop`` makes the model go on with the reason, ``UserPromptSubmit`` blocks
+  the prompt, ``PermissionRequest`` refuses the call, ``PostToolUse`` adds it to the result);
+* no model, a model error, a timeout (``timeout``, default 30 s), an answer that is not a JSON
+  object with a boolean ``ok`` — a non-blocking error named on the worker's log, never a pass
+  that was not given: the run has no exit code (as a command that timed out), so
+  ``PermissionRequest`` leaves the dialog to ask and ``PreToolUse`` leaves the call to the
+  session's approval.
+
+Prompt hooks run for :data:`PROMPT_EVENTS` (Claude Code's; any other event's is a problem line
+and not loaded: :mod:`.settings`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+import anyio
+
+from chord import BACKGROUND, Context, cancel_scope
+from pico3 import HarnessServiceApi, Models
+from pico3.models import DoneEvent, ErrorEvent, Request, TextContent, UserMessage
+
+from .protocol import HookRun
+from .settings import HookSpec
+
+__all__ = ["PROMPT_SYSTEM", "ask_model", "prompt_for", "read_answer"]
+
+_log = logging.getLogger("facets_hooks")
+
+PROMPT_SYSTEM = (
+    "You evaluate one event of a coding agent for a hook its user configured. Read the user's "
+    "instructions and the event's JSON, decide, and answer with only a JSON object, nothing "
+    'else: {"ok": true} when the agent may go on, or {"ok": false, "reason": "<why, for the '
+    'agent to read>"} when it must not.'
+)
+"""The system prompt of a prompt hook's request."""
+
+MAX_TOKENS = 1024
+"""Output tokens a prompt hook's answer may use."""
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def prompt_for(template: str, payload: dict[str, Any]) -> str:
+    """The hook's prompt with ``$ARGUMENTS`` replaced by the event's JSON (appended when the
+    prompt does not name it), as Claude Code does."""
+    arguments = json.dumps(payload, ensure_ascii=False)
+    if "$ARGUMENTS" in template:
+        return template.replace("$ARGUMENTS", arguments)
+    return f"{template}\n\n{arguments}"
+
+
+def read_answer(text: str) -> tuple[bool, str] | str:
+    """``(ok, reason)`` from the model's answer, or why it is not one (a string). A JSON object
+    in a Markdown code fence is read as one; ``ok`` must be a boolean."""
+    stripped = _FENCE.sub("", text.strip())
+    try:
+        value: Any = json.loads(stripped)
+    except json.JSONDecodeError:
+        return f"its answer is not JSON: {text.strip()[:200]!r}"
+    if not isinstance(value, dict) or not isinstance(value.get("ok"), bool):  # pyright: ignore[reportUnknownMemberType]
+        return f'its answer has no boolean "ok": {text.strip()[:200]!r}'
+    reason: Any = value.get("reason")  # pyright: ignore[reportUnknownMemberType]
+    return bool(value["ok"]), reason.strip() if isinstance(reason, str) else ""
+
+
+async def _answer(harness: HarnessServiceApi, prompt: str) -> str:
+    """The session model's text answer to ``prompt``; raises ``RuntimeError`` naming why not."""
+    models = harness.handle.services.get("models")
+    root = await harness.harness.root(BACKGROUND)
+    config = await root.config(BACKGROUND)
+    resolved = models.resolve(config.get("model")) if isinstance(models, Models) else None
+    if resolved is None:
+        raise RuntimeError("the session has no model to ask")
+    request = Request(
+        model=resolved.info.id,
+        messages=[UserMessage(content=prompt)],
+        system=[PROMPT_SYSTEM],
+        max_tokens=MAX_TOKENS,
+    )
+    async for event in resolved.provider.stream(request, BACKGROUND):
+        if isinstance(event, ErrorEvent):
+            raise RuntimeError(f"the model failed: {event.error.error_message or event.reason}")
+        if isinstance(event, DoneEvent):
+            return "".join(b.text for b in event.message.content if isinstance(b, TextContent))
+    raise RuntimeError("the model's answer ended without a result")
+
+
+async def ask_model(
+    harness: HarnessServiceApi, hook: HookSpec, payload: dict[str, Any], ctx: Context
+) -> HookRun:
+    """Run the prompt hook ``hook`` on the event ``payload``: a :class:`HookRun` as a command's
+    (see the module docstring); what goes wrong is logged here."""
+    where = f"{hook.event} hook `{hook.label}` ({hook.source})"
+    answer: tuple[bool, str] | str = f"it timed out after {hook.timeout:g} s"
+    timed_out = True
+    with cancel_scope(ctx), anyio.move_on_after(hook.timeout):
+        try:
+            answer = read_answer(await _answer(harness, prompt_for(hook.command, payload)))
+        except Exception as exc:  # a provider that raises: a non-blocking error, named
+            answer = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
+        timed_out = False
+    if isinstance(answer, str):
+        _log.warning("%s gave no verdict: %s", where, answer)
+        return HookRun(None, "", answer, timed_out=timed_out)
+    ok, reason = answer
+    if ok:
+        if hook.event == "PermissionRequest":
+            _log.warning("%s said ok; a prompt hook does not skip the dialog here", where)
+        return HookRun(0, "", "")
+    return HookRun(2, "", reason or "the prompt hook gave no reason")

@@ -1,0 +1,113 @@
+"""The session readers on their own: what a provider is sent of an imported conversation, and
+the shapes the command-line tests do not reach (Claude Code's API errors, pi's failed answers,
+version 1 files without ids)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coding_agent.importing.common import ImportProblem
+from coding_agent.importing.store import import_file, read_session_file
+from coding_agent.worker.providers.anthropic import AnthropicProvider, build_params
+from pico3.models import Request, UserMessage, messages_from_json
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "session_imports"
+
+
+def write(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_anthropic_is_sent_imported_thinking_as_text_and_never_a_signature() -> None:
+    session = read_session_file(FIXTURES / "claude_tools.jsonl")
+    messages = messages_from_json(session.messages)
+    model = "claude-opus-4-1"
+    info = AnthropicProvider(api_key="k").model(model)
+    request = Request(model=model, messages=[*messages, UserMessage(content="go on")])
+    sent = build_params(request, info)["messages"]
+    answer = sent[1]["content"]
+    # signed thinking goes as its text; redacted thinking is not sent at all
+    assert answer[0] == {"type": "text", "text": "Look at the test first."}
+    assert answer[1]["type"] == "tool_use"
+    dumped = json.dumps(sent)
+    assert "ErUBCkYIBRgCIkD" not in dumped and "EmwKAhgBEgy3va3pzix" not in dumped
+    assert '"redacted_thinking"' not in dumped
+    # every tool_use is answered by the next message's tool_result
+    for index, message in enumerate(sent):
+        calls = (
+            [
+                b["id"]
+                for b in message["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            if isinstance(message["content"], list)
+            else []
+        )
+        if calls:
+            following = sent[index + 1]["content"]
+            answered = [b["tool_use_id"] for b in following if b.get("type") == "tool_result"]
+            assert answered[: len(calls)] == calls
+
+
+def test_claude_code_api_errors_are_not_answers(tmp_path: Path) -> None:
+    base = {"isSidechain": False, "cwd": str(tmp_path), "sessionId": "s", "version": "2.0.55"}
+    source = write(tmp_path / "s.jsonl", [
+        {**base, "type": "user", "uuid": "1", "parentUuid": None,
+         "message": {"role": "user", "content": "hi"}},
+        {**base, "type": "assistant", "uuid": "2", "parentUuid": "1", "isApiErrorMessage": True,
+         "message": {"id": "x", "role": "assistant", "model": "<synthetic>",
+                     "content": [{"type": "text", "text": "API Error: 529 overloaded"}]}},
+        {**base, "type": "user", "uuid": "3", "parentUuid": "2",
+         "message": {"role": "user", "content": "try again"}},
+    ])  # fmt: skip
+    session = read_session_file(source)
+    assert [m["role"] for m in session.messages] == ["user", "user"]
+
+
+def test_pi_version_1_is_one_line_and_failed_answers_are_left_out(tmp_path: Path) -> None:
+    source = write(tmp_path / "v1.jsonl", [
+        {"type": "session", "id": "old", "timestamp": "2025-06-01T10:00:00Z", "cwd": str(tmp_path)},
+        {"type": "message", "timestamp": "2025-06-01T10:00:01Z",
+         "message": {"role": "user", "content": "hello", "timestamp": 1}},
+        {"type": "message", "timestamp": "2025-06-01T10:00:02Z",
+         "message": {"role": "assistant", "content": [], "stopReason": "error",
+                     "errorMessage": "overloaded", "timestamp": 2}},
+        {"type": "message", "timestamp": "2025-06-01T10:00:03Z",
+         "message": {"role": "hookMessage", "customType": "note", "content": "from a hook",
+                     "display": True, "timestamp": 3}},
+    ])  # fmt: skip
+    session = read_session_file(source)
+    assert [(m["role"], m["content"]) for m in session.messages] == [
+        ("user", "hello"),
+        ("user", "from a hook"),
+    ]
+    assert "an answer that failed before it said anything was left out" in session.notes
+
+
+def test_a_claude_code_file_of_titles_only_has_no_conversation(tmp_path: Path) -> None:
+    source = write(tmp_path / "titles.jsonl", [
+        {"type": "summary", "summary": "Fix the flaky test", "leafUuid": "c-0013"},
+    ])  # fmt: skip
+    with pytest.raises(ImportProblem, match="the session has no conversation to import"):
+        read_session_file(source)
+
+
+def test_a_session_that_records_no_folder_asks_for_one(tmp_path: Path) -> None:
+    source = write(tmp_path / "old.jsonl", [
+        {"type": "session", "id": "old", "timestamp": "2025-06-01T10:00:00Z", "cwd": ""},
+        {"type": "message", "timestamp": "2025-06-01T10:00:01Z",
+         "message": {"role": "user", "content": "hello", "timestamp": 1}},
+    ])  # fmt: skip
+    session = read_session_file(source)
+    assert session.cwd is None
+    with pytest.raises(
+        ImportProblem,
+        match="records no project folder: name the one to continue it in with --cwd FOLDER",
+    ):
+        import_file(session, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert not (tmp_path / "state").exists() or not any((tmp_path / "state").rglob("session.json"))
