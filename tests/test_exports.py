@@ -394,6 +394,7 @@ PUBLIC: dict[str, frozenset[str]] = {
     "facets_approval.contract": frozenset(
         {
             "OWNER_MODE_KEY",
+            "OWNER_MEMORY_KEY",
             "STRICTEST_FIRST",
             "stricter",
             "ApprovalDecision",
@@ -477,6 +478,9 @@ PUBLIC: dict[str, frozenset[str]] = {
     "facets_subagents.contract": frozenset(
         {
             "MAX_TURNS_KEY",
+            "MCP_SERVERS_KEY",
+            "HOOKS_KEY",
+            "MEMORY_KEY",
             "PERMISSION_MODE_KEY",
             "AGENT_TOOL",
             "SKILLS_SERVICE",

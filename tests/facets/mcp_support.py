@@ -125,10 +125,12 @@ async def session(
     trusted: bool = False,
     allow: bool = True,
     services: dict[str, Any] | None = None,
+    extra_facets: Sequence[Any] = (),
 ) -> AsyncIterator[Session]:
     """A session host: pico3's harness facet, the approval facet (its dialogs answered by a
-    test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
-    (``mcp_env`` entries are added to the config's environment)."""
+        test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
+        (``mcp_env`` entries are added to the config's environment); ``extra_facets`` join them (the
+    subagents feature's, say)."""
     extra = dict(services or {})
     services = {
         "models": Models([FauxProvider(list(script))]),
@@ -165,6 +167,7 @@ async def session(
             mcp_facet,
             connections_facet,
             define_facet("test/worker", worker),
+            *extra_facets,
         ]
         async with create_facet_host(facets) as host:
             (service,) = workers

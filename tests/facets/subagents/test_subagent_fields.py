@@ -158,9 +158,6 @@ def test_a_looser_permission_mode_and_the_other_fields_are_named_with_file_and_l
         "authority than the session; it runs in the session's mode",
         f"{edits}:7: maxTurns must be a whole number of turns (1 or more), got 'many'; the "
         "subagent runs without a limit",
-        f"{edits}:5: hooks is not honoured: hooks scoped to this subagent are not run; the "
-        "session's hooks (PreToolUse, PostToolUse, SubagentStop, ...) apply to its tool calls "
-        "as to any conversation's",
         f"{fixer}:5: permissionMode: bypassPermissions is not honoured: a subagent never gets "
         "more authority than the session; it runs in the session's mode",
         f"{quiet}:4: permissionMode: dontAsk is not honoured yet: the subagent runs in the "
@@ -211,10 +208,6 @@ def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> No
     )
     loaded = load_definitions(env=env_for(tmp_path))
     assert list(loaded.warnings) == [  # background: false is what happens anyway: no word
-        f"{path}:6: mcpServers is not honoured: no MCP server is started for this subagent; it "
-        "can call the session's MCP servers' tools (mcp__server__tool names) only",
-        f"{path}:5: memory is not honoured: no persistent memory is kept for this subagent; "
-        "each run starts from its prompt alone",
         f"{path}:4: isolation is not honoured: the subagent gets no worktree of its own and "
         "works in the session's project folder; so that its changes do not land there unseen, "
         "it runs in ask mode: each call that needs approval asks (unless the session's mode is "

@@ -11,7 +11,8 @@
   come from and go; :mod:`.restrictions` — Claude Code's restrictive switches
   (``disableBypassPermissionsMode``, ``denyInsteadOfPrompting``,
   ``blockWritesOutsideWorkingDirectories``); :mod:`.workdirs` — the working directories (the
-  project and the added folders) outside which a read asks;
+  project and the added folders) outside which a read asks; :mod:`.memory` — a subagent's
+  memory folder, its own files (read and edited there without asking);
 * :mod:`.tui` — the TUI facets: a modal per open dialog (allow once / allow a narrow rule at a
   scope / deny), and the mode label with Shift+Tab and ``/mode``; :mod:`.permissions_tui` —
   ``/permissions``;

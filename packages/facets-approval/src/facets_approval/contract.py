@@ -88,6 +88,7 @@ __all__ = [
     "DECISIONS",
     "DEFAULT_MODE",
     "MODE_DESCRIPTIONS",
+    "OWNER_MEMORY_KEY",
     "OWNER_MODE_KEY",
     "PERMISSION_MODES",
     "RULE_SCOPES",
@@ -479,6 +480,12 @@ conversation, and of those it owns in turn, is decided in the stricter of the se
 each owner's (:func:`stricter`). A subagent is never looser than the session: a looser mode
 named there changes nothing. A value that is not a mode counts as ``plan`` (a doubt is no
 grant)."""
+
+OWNER_MEMORY_KEY = "memory"
+"""The key of a ``subagents.run`` task's input naming the subagent's memory folder,
+``{"folder": <abs path>, "base": <abs path it must stay in>}``: for the conversation that task
+owns (only it), reads and edits inside the folder are the agent's own (``facets_approval.memory``),
+as long as the folder really is where it is written (no symlink on the way)."""
 
 STRICTEST_FIRST: tuple[PermissionMode, ...] = ("plan", "ask", "accept-edits", "sandbox", "auto")
 """The modes from the one that lets the least run to the one that lets the most run."""

@@ -81,6 +81,10 @@ asks every time, and the dialog's request says why (``reason``). The target is r
 :data:`~.guarded.CHECKED_TARGETS_SERVICE` mapping: the tool writes exactly there or fails, so a
 symlink swapped in on the way after the decision cannot redirect the write.
 
+A subagent's memory folder (:mod:`.memory`, named by the task owning its conversation) is its
+own: a read there is never outside the working directories, and an edit there that only the mode
+would ask about runs (guarded names inside the folder still ask; plan mode stays read-only).
+
 The memo lives in the tool task's slot and is deleted with it; nothing needs cleaning up. The
 hook runs again after a crash or a suspend/reopen (it runs before ``started``), finds the memo and
 does not ask twice. Asking again after a crash between ``waiting`` and the memo is harmless.
@@ -159,6 +163,7 @@ from .contract import (
     stricter,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
+from .memory import MemoryFolders, unguarded
 from .permissions import (
     SESSION_KEYS,
     RulesProvider,
@@ -517,6 +522,7 @@ def install_approval(
         },
     )
     store = RuleStore(harness, ns)
+    memories = MemoryFolders(harness)  # a subagent's memory folder: its own files (.memory)
 
     def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], SessionRules]:
         state = tx.plugins(ns)
@@ -617,6 +623,9 @@ def install_approval(
                     search_verdict, ruleset, tool, arguments, read
                 )
             far = read_outside(tool, arguments, where_read(workspace), ruleset.home, real=read)
+            if far is not None and read is not None:  # its memory folder is the agent's own
+                own = await memories.folder(api.conversation_id, ctx)
+                far = None if own is not None and path_within(read, own) else far
             if far is not None and (far.blocked or restricted.block_outside_reads):
                 return {"block": far.refusal}  # every mode, whatever allows it
             if verdict.kind != "ask" and far is not None and not allowed:
@@ -673,6 +682,13 @@ def install_approval(
             real = pinned or edit_target(arguments, workspace)  # resolved once: what is checked is
             dirs = where_read(workspace)
             added = dirs.folders[1:] if dirs is not None else ()
+            own = await memories.folder(api.conversation_id, ctx) if real else None
+            if own is not None and real is not None and path_within(real, own):
+                # the subagent's memory folder: its own files (what is guarded inside still asks)
+                guarded = unguarded(guarded, own, workspace) if workspace else guarded
+                added = (*added, own)
+                if action == "ask" and verdict.kind != "ask" and reason is None:
+                    action = "run"
             confined = confinement(arguments, workspace, guarded, real=real, added=added)
             if confined is not None:
                 action, reason = "ask", f"This asks in every mode but auto: {confined}."

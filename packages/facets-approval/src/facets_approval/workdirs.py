@@ -9,6 +9,8 @@ outside them asks in every mode but ``auto`` (the OS sandbox does not confine th
 rule still wins. Reads of the agent's *own* files never ask: the host lists them (its spill
 files and temporary folders, the skills, context files, prompt templates and subagent
 definitions it loads, its configuration), since the agent itself tells the model to read them.
+A subagent's memory folder is its own too, for that subagent alone (:mod:`.memory`: named in its
+task's input, not here).
 With ``blockReadsOutsideWorkingDirectories`` the host asks for more: a read outside is refused
 in every mode, ``auto`` included, and the model is told to ask the user to add the folder.
 

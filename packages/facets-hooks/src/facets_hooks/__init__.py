@@ -10,6 +10,7 @@ points (docs/design/harness.md#hooks).
 * :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the session's own model;
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;
+* :mod:`.agent_hooks` — a subagent's own hooks (its agent definition's), for it alone;
 * :mod:`.tui` — ``/hooks``;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 

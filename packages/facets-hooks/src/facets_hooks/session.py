@@ -19,7 +19,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``Stop``              ``on_yield`` of a conversation nobody owns: exit 2's stderr or a
                       ``decision: "block"`` reason continues the turn with it as the next
                       message; ``stop_hook_active`` says the turn already continued so.
-``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way.
+``SubagentStop``      ``on_yield`` of a subagent's (owned) conversation, the same way. A
+                      subagent's own hooks (:mod:`.agent_hooks`) run after the session's.
 ``SessionStart``      when the feature activates (worker start, ``/reload``): source
                       ``startup`` for an empty session, else ``resume``;
                       ``additionalContext`` or plain stdout is added before the first prompt.
@@ -85,6 +86,7 @@ from pico3 import (
     explain_refusal,
 )
 
+from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
 from .permission import answer_permission
 from .prompt_hooks import ask_model
@@ -136,6 +138,7 @@ class Hooks:
         self._continued: dict[int, str] = {}  # conversation -> the Stop continuation it got
         self._warned: set[str] = set()
         self._ns: Any = None
+        self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -149,6 +152,7 @@ class Hooks:
             project_trusted=bool(services.get("project_trusted", False)),
             plugins=services.get("claude_plugins"),
         )
+        self.agents.load(services)
         state_dir = services.get("state_dir")
         self.session_id = Path(state_dir).parent.name if isinstance(state_dir, str) else ""
         self.child_env = ChildEnvironment.of(services).environ(
@@ -237,7 +241,8 @@ class Hooks:
     async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names = tool_names(name, arguments)
-        hooks = [h for h in self.loaded.for_event("PreToolUse") if h.matches(names)]
+        found = await self.agents.add(self.loaded, "PreToolUse", api.conversation_id, ctx)
+        hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
@@ -267,7 +272,8 @@ class Hooks:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
         names, failed = tool_names(name, arguments), result.is_error
         event = "PostToolUseFailure" if failed else "PostToolUse"
-        hooks = [h for h in self.loaded.for_event(event) if h.matches(names)]
+        found = await self.agents.add(self.loaded, event, api.conversation_id, ctx)
+        hooks = [h for h in found if h.matches(names)]
         if not hooks:
             return None
         tool_name, tool_input = claude_tool(name, arguments, self.cwd)
@@ -384,11 +390,11 @@ class Hooks:
         return verdict
 
     async def on_yield(self, answer: Any, api: Any, ctx: Context) -> Any:
-        if not (self.loaded.for_event("Stop") or self.loaded.for_event("SubagentStop")):
-            return None
         owned = await self.owned(api.conversation_id, ctx)
-        event = "SubagentStop" if owned else "Stop"
+        event = "SubagentStop" if owned else "Stop"  # a subagent's own Stop is its SubagentStop
         hooks = self.loaded.for_event(event)
+        if owned:  # then the subagent's own hooks
+            hooks = await self.agents.add(self.loaded, event, api.conversation_id, ctx)
         if not hooks:
             return None
         active = api.conversation_id in self._continued

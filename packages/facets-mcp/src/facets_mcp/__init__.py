@@ -11,6 +11,7 @@
 * :mod:`.auth` — OAuth for remote servers: token files, ``/mcp login``'s callback;
 * :mod:`.session` — the session facet: servers in the background, tools on the harness, with
   :mod:`.offers` (instructions, resource tools, progress, elicitation) and :mod:`.sampling`;
+* :mod:`.scoped` — a subagent's own servers (its definition's ``mcpServers``), for it alone;
 * :mod:`.tui` — the TUI facet: ``/mcp``, the prompt commands, the dialogs;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 

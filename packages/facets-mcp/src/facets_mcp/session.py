@@ -125,6 +125,13 @@ class McpHost:
         self._lock = anyio.Lock()
         self._extras: list[Callable[[], None]] = []
         self._resource_tools = False
+        self._runner_args: dict[str, Any] = {}
+        self._env: Mapping[str, str] | None = None
+        self._scoped_order: list[str] = []
+        from .scoped import ScopedServers
+
+        self._scoped = ScopedServers(_ScopedPort(self))
+        """The servers of running subagents' definitions (:mod:`.scoped`)."""
 
     # -- the service ---------------------------------------------------------------------------
     async def restart(self, name: Any, ctx: Context) -> None:
@@ -211,12 +218,26 @@ class McpHost:
             }
             for spec in config.servers
         }
-        self._publish_state()
-        if not config.servers:
-            return
         cwd = str(workspace) if workspace is not None else None
         # OAuth tokens live under the agent's state (all sessions), else the session's
         auth_dir = services.get("agent_state_dir") or services.get("state_dir")
+        sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
+        self._runner_args = {
+            "cwd": cwd,
+            "environment": ChildEnvironment.of(services),
+            "auth_dir": str(auth_dir) if auth_dir else None,
+            "inherit": env,
+            "max_message_bytes": config.max_message_bytes,
+            "root": str(project) if project is not None else cwd,
+            "sampler": self._sampler,
+            "sandbox": sandbox if isinstance(sandbox, Sandbox) else None,
+        }
+        self._env = env
+        # a subagent's own servers (its definition's mcpServers): started for it alone
+        self._extras.append(self._harness.add_registration(self._scoped.registration()))
+        self._publish_state()
+        if not config.servers:
+            return
         from .client import ServerRunner  # the MCP SDK: imported only when a server is configured
 
         self._extras.append(
@@ -228,29 +249,18 @@ class McpHost:
             )
         )
 
-        sandbox = services.get(SANDBOX_SERVICE)  # for the servers with "sandbox": true
         # who is attached (a worker's clients): stdio servers sleep while nobody is (.idle)
         attendance = services.get(ATTENDANCE_SERVICE)
         attendance = attendance if isinstance(attendance, Attendance) else None
         for spec in config.servers:
-            runner = ServerRunner(
-                spec,
-                self._apply,
-                cwd=cwd,
-                environment=ChildEnvironment.of(services),
-                auth_dir=str(auth_dir) if auth_dir else None,
-                inherit=env,
-                max_message_bytes=config.max_message_bytes,
-                root=str(project) if project is not None else cwd,
-                sampler=self._sampler,
-                sandbox=sandbox if isinstance(sandbox, Sandbox) else None,
-            )
+            runner = ServerRunner(spec, self._apply, **self._runner_args)
             self._runners[spec.name] = runner
             connection = _Connection(runner, attendance, config.idle_timeout)
             self._closers.append(self._connections.spawn(spec.name, connection))
 
     async def stop(self) -> None:
         self._closing = True
+        self._scoped.stop()
         for close in reversed(self._closers):
             close()
         self._closers.clear()
@@ -265,7 +275,11 @@ class McpHost:
     # -- news from a runner (on the worker's loop) ----------------------------------------------
     def _publish_state(self) -> None:
         value: McpState = {
-            "servers": [self._servers[name] for name in self._order if name in self._servers],
+            "servers": [
+                self._servers[name]
+                for name in (*self._order, *self._scoped_order)
+                if name in self._servers
+            ],
             "errors": list(self._errors),
         }
         if self._startup_timeout is not None:
@@ -389,9 +403,18 @@ class McpHost:
             _log.warning("could not select the MCP tools %s: %s", names, exc)
 
     # -- calls ------------------------------------------------------------------------------
-    def _execute(self, server: str, tool: str) -> Any:
+    def _execute(
+        self,
+        server: str,
+        tool: str,
+        runners: Callable[[], Mapping[str, ServerRunner]] | None = None,
+    ) -> Any:
+        """The ``execute`` of ``mcp__<server>__<tool>``: the call sent to the server's runner
+        (looked up in ``runners()``, default the session's; a subagent's servers have theirs)."""
+        lookup = runners or (lambda: self._runners)
+
         async def execute(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
-            runner = self._runners.get(server)
+            runner = lookup().get(server)
             if runner is None or self._closing:
                 return ToolResult.text(
                     f"MCP server {server!r} is not running (the MCP feature is reloading or "
@@ -420,6 +443,67 @@ class McpHost:
             )
 
         return execute
+
+
+class _ScopedPort:
+    """What :mod:`.scoped` (a subagent's own servers) uses of an :class:`McpHost`: kept off the
+    host, whose public members the ``mcp.servers`` service exposes."""
+
+    def __init__(self, host: McpHost) -> None:
+        self._host = host
+
+    @property
+    def harness(self) -> HarnessServiceApi:
+        return self._host._harness
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        """The environment the configuration expands ``${VAR}`` with (``mcp_env``)."""
+        return self._host._env
+
+    @property
+    def startup_timeout(self) -> float | None:
+        return self._host._startup_timeout
+
+    def configured(self) -> list[str]:
+        """The session's servers (the configuration's, not a subagent's)."""
+        return list(self._host._order)
+
+    def new_runner(self, spec: Any, notify: Any) -> ServerRunner:
+        """A runner for ``spec`` started as the session's servers are (same working folder,
+        environment scrubbing, sandbox, OAuth folder), telling ``notify`` its news."""
+        from .client import ServerRunner
+
+        return ServerRunner(spec, notify, **self._host._runner_args)
+
+    def spawn(self, key: str, connection: Any) -> Callable[[], None]:
+        """Run ``connection.run(ctx)`` as an :data:`McpConnections` instance until closed."""
+        return self._host._connections.spawn(key, connection)
+
+    def show(self, server: McpServer) -> None:
+        """Publish a subagent's server in ``state`` (after the session's)."""
+        if self._host._closing:
+            return
+        self._host._servers[server["name"]] = server
+        if server["name"] not in self._host._scoped_order:
+            self._host._scoped_order.append(server["name"])
+        self._host._publish_state()
+
+    def hide(self, name: str) -> None:
+        """A subagent's server is gone: drop it from ``state``."""
+        if name in self._host._scoped_order:
+            self._host._scoped_order.remove(name)
+            self._host._servers.pop(name, None)
+            if not self._host._closing:
+                self._host._publish_state()
+
+    def tool_names(self, server: str) -> list[str]:
+        """The registered tool names of the session's server ``server``."""
+        return self._host._names(server)
+
+    def executor(self, server: str, tool: str, runners: Callable[[], Mapping[str, Any]]) -> Any:
+        """The ``execute`` of a subagent's server's tool (the session's call path)."""
+        return self._host._execute(server, tool, runners)
 
 
 @define_facet("@pi/mcp")

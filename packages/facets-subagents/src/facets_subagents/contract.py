@@ -22,7 +22,10 @@ from chord import Context, Service, define_service
 
 __all__ = [
     "AGENT_TOOL",
+    "HOOKS_KEY",
     "MAX_TURNS_KEY",
+    "MCP_SERVERS_KEY",
+    "MEMORY_KEY",
     "PERMISSION_MODE_KEY",
     "SKILLS_SERVICE",
     "SUBAGENT_KIND",
@@ -49,6 +52,26 @@ MAX_TURNS_KEY = "maxTurns"
 """The key of a ``subagents.run`` task's input holding the definition's ``maxTurns``: the
 subagent stops after that many model turns and reports what it has, saying so."""
 
+MCP_SERVERS_KEY = "mcpServers"
+"""The key of a ``subagents.run`` task's input holding the definition's ``mcpServers``: a list
+whose items are a configured server's name or ``{name: entry}`` (``.mcp.json``'s shape). The
+MCP feature reads it, by this name, from the task that owns a conversation: it starts the inline
+servers when the subagent's first model call is prepared, offers their tools (and the named
+servers') to that conversation alone, and stops them when the task ends."""
+HOOKS_KEY = "hooks"
+"""The key of a ``subagents.run`` task's input holding the definition's own ``hooks``:
+``{"source": <agent file>, "hooks": {event: [{matcher, hooks: [...]}]}}`` (settings.json's shape,
+``Stop`` already renamed ``SubagentStop``). The hooks feature reads it, by this name, from the
+task that owns a conversation and runs those hooks for that conversation alone, after the
+session's. A project's agent files are read only when it is trusted, and a plugin's agent gets
+none, so what reaches here is what the user trusts."""
+
+MEMORY_KEY = "memory"
+"""The key of a ``subagents.run`` task's input naming the subagent's memory folder (its
+definition's ``memory``): ``{"folder", "base", "scope"}``, the folder created when the call
+was made and ``base`` where it must stay. The approval feature reads it, by this name (its
+``OWNER_MEMORY_KEY``), for the conversation the task owns: reads and edits inside the folder
+are the agent's own and do not ask, while the folder is where it is written."""
 
 THINKING_KEY = "thinkingLevel"
 """The key of a ``subagents.run`` task's input holding the thinking level the subagent's

@@ -27,8 +27,11 @@ no frontmatter, no ``name``, no ``description``. Two files of one folder with th
 the later in name order is used, with a warning naming both. Of Claude Code's other fields,
 ``permissionMode`` (:data:`PERMISSION_MODES`: ``plan`` makes the subagent read-only; a looser
 value is not honoured, with a warning), ``maxTurns``, ``skills`` (preloaded into the system
-prompt when the subagent starts) and ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) are
-honoured, ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
+prompt when the subagent starts), ``effort`` (:data:`EFFORT_LEVELS`: its thinking level) and
+``mcpServers`` (servers started for the subagent alone by the MCP feature) and ``hooks``
+(:data:`AGENT_HOOK_EVENTS`, run by the hooks feature for the subagent alone) are honoured (the
+last two not in a plugin's agent: :data:`PLUGIN_IGNORED`), and so is ``memory`` (a persistent
+folder, :mod:`.memory`), ``color`` is cosmetic, and each of the rest (:data:`NOT_USED`) gets a warning saying
 what happens instead (``isolation``, with no worktree here, makes the subagent ``ask``).
 :data:`GENERAL_PURPOSE` is always there: the
 parent's tools (except ``agent``) and model, and a short system prompt.
@@ -41,17 +44,21 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
+from . import fields as read
 from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
+from .fields import AGENT_HOOK_EVENTS, EFFORT_LEVELS, LOOSER_MODES, PERMISSION_MODES
 
 __all__ = [
+    "AGENT_HOOK_EVENTS",
     "EFFORT_LEVELS",
     "GENERAL_PURPOSE",
     "ISOLATION_ASKS",
     "LOOSER_MODES",
     "NOT_USED",
     "PERMISSION_MODES",
+    "PLUGIN_IGNORED",
     "AgentDefinition",
     "Definitions",
     "Waiting",
@@ -64,41 +71,7 @@ __all__ = [
     "waiting_definitions",
 ]
 
-PERMISSION_MODES: Mapping[str, str | None] = {
-    "plan": "plan",
-    "ask": "ask",
-    "default": None,
-}
-"""``permissionMode`` values honoured, and the mode each gives the subagent: ``plan`` (Claude
-Code's and ours) makes it read-only, our ``ask`` makes what needs approval ask; Claude Code's
-``default`` is the session's mode. Looser values (:data:`LOOSER_MODES`) are not honoured: a
-subagent never gets more authority than the session."""
-
-LOOSER_MODES = frozenset({"acceptEdits", "accept-edits", "bypassPermissions", "auto", "sandbox"})
-"""``permissionMode`` values that would let the subagent do what the session might not: the
-subagent runs in the session's mode, with one warning."""
-
-EFFORT_LEVELS: Mapping[str, str] = {
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "xhigh",
-    "max": "xhigh",
-    "off": "off",
-    "minimal": "minimal",
-}
-"""``effort`` (Claude Code's ``low``, ``medium``, ``high``, ``xhigh``, ``max``; our ``off`` and
-``minimal`` too) → the thinking level the subagent's conversation runs at (``/thinking``'s
-levels). ``max`` is our highest, ``xhigh``. No ``effort``: the caller's level, as Claude Code's
-subagents inherit the session's effort."""
-
 NOT_USED: Mapping[str, str] = {
-    "hooks": "hooks scoped to this subagent are not run; the session's hooks (PreToolUse, "
-    "PostToolUse, SubagentStop, ...) apply to its tool calls as to any conversation's",
-    "mcpServers": "no MCP server is started for this subagent; it can call the session's MCP "
-    "servers' tools (mcp__server__tool names) only",
-    "memory": "no persistent memory is kept for this subagent; each run starts from its prompt "
-    "alone",
     "isolation": "the subagent gets no worktree of its own and works in the session's project "
     "folder",
     "background": "the subagent does not run in the background; the caller waits for its "
@@ -106,6 +79,11 @@ NOT_USED: Mapping[str, str] = {
 }
 """Claude Code fields this agent reads but does not honour, and what happens instead: one
 warning each, naming the file and line (``color`` is cosmetic: no warning)."""
+
+PLUGIN_IGNORED = ("hooks", "mcpServers")
+"""Fields a plugin's agent may not use (Claude Code ignores them there too, for the same reason:
+a plugin would otherwise start programs of its choosing inside a subagent): warned about and
+left out."""
 
 ISOLATION_ASKS = (
     "; so that its changes do not land there unseen, it runs in ask mode: each call that needs "
@@ -153,6 +131,17 @@ class AgentDefinition:
     """The line of ``skills`` (for a warning about a skill not found)."""
     thinking: str | None = None
     """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); ``None``: the caller's."""
+    hooks: Mapping[str, Any] | None = None
+    """``hooks``: ``{event: [{matcher, hooks: [...]}]}`` as settings files write them, only the
+    :data:`AGENT_HOOK_EVENTS` (``Stop`` as ``SubagentStop``); the hooks feature runs them for
+    this subagent's conversation alone (:data:`~.contract.HOOKS_KEY`)."""
+    memory: str | None = None
+    """``memory``: ``user``, ``project`` or ``local``, the scope of its persistent memory
+    folder (:mod:`.memory`); ``None``: none."""
+    mcp_servers: tuple[Any, ...] = ()
+    """``mcpServers``: each the name of a server the session has configured, or ``{name:
+    entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
+    feature reads them from the task's input, :data:`~.contract.MCP_SERVERS_KEY`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -241,9 +230,12 @@ def _distinct(folders: list[Path]) -> list[Path]:
     return kept
 
 
-def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str, ...]]:
+def parse_definition(
+    text: str, source: str, *, plugin: bool = False
+) -> tuple[AgentDefinition, tuple[str, ...]]:
     """One definition and its warnings; raises ``ValueError`` naming the problem (prefixed
-    with the line, ``"3: ..."``, when one line is at fault)."""
+    with the line, ``"3: ..."``, when one line is at fault). ``plugin``: the file is a Claude
+    Code plugin's, whose :data:`PLUGIN_IGNORED` fields are warned about and left out."""
     match = _FRONT.match(text.lstrip("\ufeff").replace("\r\n", "\n"))
     if match is None:
         raise ValueError(
@@ -277,7 +269,7 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             raise ValueError(f"{line}: {exc}") from None
         tools, tool_lines, warnings = mapped.tools, mapped.lines, mapped.warnings
     disallowed = fields.get("disallowedTools")
-    if disallowed is not None and _names(disallowed) is None:
+    if disallowed is not None and read.names(disallowed) is None:
         line = front.lines.get("disallowedTools", 1)
         raise ValueError(f"{line}: disallowedTools must be a list of tool names or a string")
     model = fields.get("model")
@@ -286,10 +278,26 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
         raise ValueError(f'{line}: model must be a name ("sonnet", "provider/id"), got {model!r}')
     model = None if model is None or str(model).strip() in ("", "inherit") else str(model).strip()
     notes = list(warnings)
-    permission_mode = _permission_mode(fields, front.lines, source, notes)
-    max_turns = _max_turns(fields, front.lines, source, notes)
-    skills = _skills(fields, front.lines, source, notes)
-    thinking = _effort(fields, front.lines, source, notes)
+    permission_mode = read.permission_mode(fields, front.lines, source, notes)
+    max_turns = read.max_turns(fields, front.lines, source, notes)
+    skills = read.skills(fields, front.lines, source, notes)
+    thinking = read.effort(fields, front.lines, source, notes)
+    mcp_servers = read.mcp_servers(fields, front.lines, source, notes)
+    if plugin and mcp_servers:
+        notes.append(
+            f"{source}:{front.lines.get('mcpServers', 1)}: mcpServers is not honoured in a "
+            "plugin's agent (as in Claude Code): no server is started for this subagent; "
+            "configure the server in .mcp.json or mcp.json instead"
+        )
+        mcp_servers = ()
+    memory = read.memory(fields, front.lines, source, notes)
+    hooks = read.hooks(fields, front.lines, source, notes)
+    if plugin and hooks:
+        notes.append(
+            f"{source}:{front.lines.get('hooks', 1)}: hooks is not honoured in a plugin's agent "
+            "(as in Claude Code): they are not run; put them in the plugin's hooks/hooks.json"
+        )
+        hooks = None
     given = [key for key in NOT_USED if fields.get(key) not in (None, False, [], {}, "", "none")]
     for key, instead in NOT_USED.items():
         if key in given:
@@ -314,113 +322,19 @@ def parse_definition(text: str, source: str) -> tuple[AgentDefinition, tuple[str
             source=source,
             tool_lines=tool_lines,
             written_name="" if name == written else str(written),
-            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in _names(disallowed) or ()),
+            disallowed=tuple(CLAUDE_TOOLS.get(t, t) for t in read.names(disallowed) or ()),
             permission_mode=permission_mode,
             max_turns=max_turns,
             name_line=front.lines.get("name", 1),
             skills=skills,
             skills_line=front.lines.get("skills", 1),
             thinking=thinking,
+            mcp_servers=mcp_servers,
+            hooks=hooks,
+            memory=memory,
         ),
         warnings,
     )
-
-
-def _permission_mode(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> str | None:
-    """The mode ``permissionMode`` gives the subagent (:data:`PERMISSION_MODES`); a looser or
-    unknown value gives ``None`` (the session's mode) and a warning in ``warnings``."""
-    value = fields.get("permissionMode")
-    if value is None:
-        return None
-    line = lines.get("permissionMode", 1)
-    written = str(value).strip()
-    if written in PERMISSION_MODES:
-        return PERMISSION_MODES[written]
-    if written in LOOSER_MODES:
-        warnings.append(
-            f"{source}:{line}: permissionMode: {written} is not honoured: a subagent never gets "
-            "more authority than the session; it runs in the session's mode"
-        )
-    elif written == "dontAsk":
-        warnings.append(
-            f"{source}:{line}: permissionMode: dontAsk is not honoured yet: the subagent runs in "
-            "the session's mode (a call that needs approval asks rather than being refused)"
-        )
-    else:
-        warnings.append(
-            f"{source}:{line}: permissionMode: {written} is not a permission mode (plan, "
-            "default, acceptEdits, bypassPermissions, dontAsk); the subagent runs in the "
-            "session's mode"
-        )
-    return None
-
-
-def _max_turns(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> int | None:
-    """``maxTurns`` as a whole number of turns; another value gives ``None`` (no limit) and a
-    warning in ``warnings``."""
-    value = fields.get("maxTurns")
-    if value is None:
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        value = int(value.strip())
-    if type(value) is not int or value < 1:
-        warnings.append(
-            f"{source}:{lines.get('maxTurns', 1)}: maxTurns must be a whole number of turns (1 "
-            f"or more), got {value!r}; the subagent runs without a limit"
-        )
-        return None
-    return value
-
-
-def _skills(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> tuple[str, ...]:
-    """``skills`` as names (a YAML list or a comma-separated string, as published agents write
-    it; a plugin's skill as ``plugin:skill``); another value gives none and a warning."""
-    value = fields.get("skills")
-    if value is None:
-        return ()
-    items: list[Any] = cast(list[Any], value) if isinstance(value, list) else []
-    if not isinstance(value, str) and not (
-        isinstance(value, list) and all(isinstance(item, str) for item in items)
-    ):
-        warnings.append(
-            f"{source}:{lines.get('skills', 1)}: skills must be a list of skill names, got "
-            f"{value!r}; the subagent runs without preloaded skills"
-        )
-        return ()
-    return tuple(dict.fromkeys(_names(value) or ()))
-
-
-def _effort(
-    fields: Mapping[str, Any], lines: Mapping[str, int], source: str, warnings: list[str]
-) -> str | None:
-    """``effort`` as our thinking level (:data:`EFFORT_LEVELS`); an unknown value gives
-    ``None`` (the caller's level) and a warning."""
-    value = fields.get("effort")
-    if value is None:
-        return None
-    written = str(value).strip()
-    level = EFFORT_LEVELS.get(written.lower())
-    if level is None:
-        warnings.append(
-            f"{source}:{lines.get('effort', 1)}: effort: {written!r} is not an effort level "
-            "(low, medium, high, xhigh, max); the subagent runs at the caller's thinking level"
-        )
-    return level
-
-
-def _names(value: Any) -> list[str] | None:
-    """A comma-separated string's or a list's names (``None`` for another value)."""
-    if isinstance(value, str):
-        return [t.strip() for t in value.split(",") if t.strip()]
-    if isinstance(value, list):
-        return [str(t).strip() for t in value if str(t).strip()]  # pyright: ignore[reportUnknownVariableType,reportUnknownArgumentType]
-    return None
 
 
 def _agent_files(folder: Path) -> list[Path]:
@@ -432,12 +346,18 @@ def _agent_files(folder: Path) -> list[Path]:
 
 
 def _folder(
-    folder: Path, into: dict[str, AgentDefinition], errors: list[str], warnings: list[str]
+    folder: Path,
+    into: dict[str, AgentDefinition],
+    errors: list[str],
+    warnings: list[str],
+    plugin: bool = False,
 ) -> None:
     seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
         try:
-            definition, notes = parse_definition(path.read_text(encoding="utf-8"), str(path))
+            definition, notes = parse_definition(
+                path.read_text(encoding="utf-8"), str(path), plugin=plugin
+            )
         except (OSError, UnicodeDecodeError) as exc:
             errors.append(f"{path}: cannot read it ({exc}); the agent is skipped")
             continue
@@ -487,7 +407,9 @@ def load_definitions(
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
     warnings: list[str] = []
-    for folder in [*map(Path, plugin_agents), *agent_folders(project, project_trusted, env)]:
+    for folder in map(Path, plugin_agents):
+        _folder(folder, agents, errors, warnings, plugin=True)
+    for folder in agent_folders(project, project_trusted, env):
         _folder(folder, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

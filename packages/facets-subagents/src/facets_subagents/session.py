@@ -49,7 +49,10 @@ from pico3 import (
 from .claude_code import resolve_model
 from .contract import (
     AGENT_TOOL,
+    HOOKS_KEY,
     MAX_TURNS_KEY,
+    MCP_SERVERS_KEY,
+    MEMORY_KEY,
     PERMISSION_MODE_KEY,
     SKILLS_SERVICE,
     SUBAGENT_KIND,
@@ -60,9 +63,11 @@ from .contract import (
 )
 from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
+from .memory import prepare as prepare_memory
 
 __all__ = [
     "AGENT_PARAMETERS",
+    "MEMORY_TOOLS",
     "NAMESPACE",
     "PLAN_NOTE",
     "SKILLS_NOTE",
@@ -79,6 +84,10 @@ PLAN_NOTE = (
 )
 """Added to the system prompt of a subagent whose definition says ``permissionMode: plan`` (the
 approval feature is what refuses its other calls; this tells the model why)."""
+
+MEMORY_TOOLS = ("read", "write", "edit")
+"""Given to a subagent with ``memory`` whose ``tools`` leave them out (when the session has
+them), as Claude Code enables Read, Write and Edit for its memory."""
 
 SKILLS_NOTE = (
     "\n\nThese skills are preloaded for you: follow their instructions where your task calls "
@@ -265,6 +274,22 @@ class Subagents:
             texts.append(str(found["text"]).strip())
         return SKILLS_NOTE + "\n\n".join(texts) if texts else ""
 
+    async def memory(self, definition: AgentDefinition) -> tuple[dict[str, Any], str] | None:
+        """The definition's memory folder, created if needed (:mod:`.memory`): the task input's
+        entry and the system prompt's text; ``None`` without ``memory``, or with a warning
+        when the folder cannot be used."""
+        if definition.memory is None:
+            return None
+        services = self._harness.handle.services
+        project = services.get("project_root") or services.get("workspace")
+        found = await anyio.to_thread.run_sync(
+            prepare_memory, definition.memory, definition.name, project, self.env
+        )
+        if isinstance(found, str):
+            self.warn(f"{definition.source}: {found}")
+            return None
+        return found
+
     async def turns(self, conversation_id: int, ctx: Context) -> tuple[int, int] | None:
         """``(model turns so far, maxTurns)`` of a subagent with a turn limit; ``None`` for any
         other conversation. The limit is its task's input (read once, kept: it never changes),
@@ -317,6 +342,10 @@ class Subagents:
                 tools = self.tools_for(definition)
             else:
                 tools = [t for t in config.get("selectedTools") or [] if t != AGENT_TOOL]
+            if definition.memory is not None and definition.tools is not None:
+                # its memory is read and written with these, as Claude Code enables them
+                registry = self._harness.harness.tools
+                tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
             tools = [t for t in tools if t not in definition.disallowed]
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
@@ -326,6 +355,9 @@ class Subagents:
                 system_prompt += PLAN_NOTE
             # read when the call is made and stored with the task (recovery never re-reads)
             system_prompt += await anyio.to_thread.run_sync(self.preloaded, definition)
+            memory = await self.memory(definition)
+            if memory is not None:
+                system_prompt += memory[1]
             task_input: dict[str, Any] = {
                 "description": str(args["description"]),
                 "prompt": str(args["prompt"]),
@@ -339,6 +371,12 @@ class Subagents:
                 task_input[PERMISSION_MODE_KEY] = definition.permission_mode
             if definition.max_turns is not None:
                 task_input[MAX_TURNS_KEY] = definition.max_turns
+            if definition.hooks:  # run for its conversation alone by the hooks feature
+                task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
+            if memory is not None:  # its own files, for the approval feature
+                task_input[MEMORY_KEY] = memory[0]
+            if definition.mcp_servers:  # started for it alone by the MCP feature
+                task_input[MCP_SERVERS_KEY] = list(definition.mcp_servers)
             thinking = definition.thinking or config.get("thinkingLevel")
             if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
                 task_input[THINKING_KEY] = thinking

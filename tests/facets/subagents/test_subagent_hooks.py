@@ -1,0 +1,193 @@
+"""A subagent's own hooks (``hooks`` in its definition): they run, with the session's hooks
+runner, on that subagent's tool calls and its end (its ``Stop`` is its ``SubagentStop``), never
+on the parent's; a plugin's agent and an untrusted project's agent file get none."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord.context import BACKGROUND, Context
+from chord.facets import FacetEnvironment, create_facet_host, define_facet
+from facets_approval.session import install_approval
+from facets_hooks.agent_hooks import untrusted_source
+from facets_hooks.session import session_facet as hooks_facet
+from facets_subagents.definitions import load_definitions, parse_definition
+from facets_subagents.session import session_facet as subagents_facet
+from pico3 import (
+    HarnessOptions,
+    HarnessService,
+    HarnessServiceApi,
+    MemoryStorage,
+    Models,
+    ToolDeclaration,
+    ToolResult,
+    harness_session_facet,
+)
+from pico3.models.faux import FauxProvider, FauxResponse, FauxState, faux_response, faux_tool_call
+from pico3.models.provider import Request
+
+pytestmark = pytest.mark.anyio
+MODEL = {"provider": "faux", "modelId": "faux-1"}
+
+
+def recorder(log: Path, tag: str) -> str:
+    """A hook command appending ``tag`` and the event's payload to ``log`` (one JSON line)."""
+    code = (
+        "import json,sys; p=json.load(sys.stdin); "
+        f"open({str(log)!r},'a').write(json.dumps([{tag!r}, p['hook_event_name'], "
+        "p.get('tool_name')])+'\\n')"
+    )
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+def agent_text(log: Path) -> str:
+    hooks = {
+        "PreToolUse": [
+            {"matcher": "Read", "hooks": [{"type": "command", "command": recorder(log, "agent")}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": recorder(log, "agent")}]}],
+    }
+    return (
+        "---\nname: hooked\ndescription: Has its own hooks.\n"
+        f"hooks: {json.dumps(hooks)}\n---\nYou are the hooked agent.\n"
+    )
+
+
+class Script:
+    """The parent reads a file, runs ``hooked``, reads again, then ends; the subagent reads
+    once, then reports."""
+
+    def __init__(self) -> None:
+        self.parent = 0
+        self.child = 0
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        if any("hooked agent" in s for s in request.system):
+            self.child += 1
+            if self.child == 1:
+                return faux_response(faux_tool_call("read", {"path": "x"}, id="c1"))
+            return faux_response("report: read it")
+        self.parent += 1
+        if self.parent in (1, 3):
+            return faux_response(faux_tool_call("read", {"path": "x"}, id=f"p{self.parent}"))
+        if self.parent == 2:
+            args = {"description": "hooked", "prompt": "go", "subagent_type": "hooked"}
+            return faux_response(faux_tool_call("agent", args, id="a1"))
+        return faux_response("parent done")
+
+
+def read_tool() -> ToolDeclaration:
+    async def execute(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        return ToolResult.text("contents")
+
+    return ToolDeclaration("read", "Read a file.", {"type": "object"}, execute, replay="safe")
+
+
+@asynccontextmanager
+async def session(tmp: Path, script: Script) -> AsyncIterator[HarnessServiceApi]:
+    project = tmp / "project"
+    project.mkdir(exist_ok=True)
+    services: dict[str, Any] = {
+        "models": Models([FauxProvider([script] * 30)]),
+        "workspace": str(project),
+        "mcp_env": {"HOME": str(tmp / "home"), "XDG_CONFIG_HOME": str(tmp / "config")},
+    }
+    workers: list[HarnessServiceApi] = []
+
+    async def allow(request: Any, ctx: Context) -> Any:
+        return {"decision": "allow", "by": "headless"}
+
+    def worker(env: FacetEnvironment) -> None:
+        harness = env.use(HarnessService)
+        workers.append(harness)
+
+        def install(h: Any) -> Any:
+            undo = [install_approval(h, allow), h.register_tool(read_tool())]
+            return lambda: [fn() for fn in reversed(undo)]
+
+        env.on_activate(lambda: env.own(harness.add_registration(install)))
+
+    async with anyio.create_task_group() as group:
+        facets = [
+            harness_session_facet(
+                MemoryStorage, HarnessOptions(services=services), task_group=group
+            ),
+            define_facet("test/worker", worker),
+            subagents_facet,
+            hooks_facet,
+        ]
+        async with create_facet_host(facets):
+            (service,) = workers
+            await service.resume(BACKGROUND)
+            root = await service.harness.root(BACKGROUND)
+            await root.set_config({"model": MODEL, "selectedTools": ["read", "agent"]}, BACKGROUND)
+            yield service
+        group.cancel_scope.cancel()
+
+
+async def test_an_agents_own_hooks_run_only_while_it_runs(tmp_path: Path) -> None:
+    log = tmp_path / "hooks.log"
+    agents = tmp_path / "home" / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "hooked.md").write_text(agent_text(log))
+    script = Script()
+    async with session(tmp_path, script) as service:
+        root = await service.harness.root(BACKGROUND)
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(60):
+            await handle.wait(BACKGROUND)
+    assert script.parent == 4 and script.child == 2  # both of the parent's reads ran, too
+    ran = [json.loads(line) for line in log.read_text().splitlines()]
+    # the subagent's one read, then its end as SubagentStop; none for the parent's two reads
+    # nor for the parent's own end (Stop)
+    assert ran == [["agent", "PreToolUse", "Read"], ["agent", "SubagentStop", None]]
+
+
+def test_an_agent_file_keeps_only_the_events_a_subagent_has(tmp_path: Path) -> None:
+    text = (
+        "---\nname: a\ndescription: d\nhooks:\n  Stop:\n    - hooks:\n        - type: command\n"
+        "          command: done.sh\n  UserPromptSubmit: []\n---\nbody\n"
+    )
+    definition, warnings = parse_definition(text, "a.md")
+    assert definition.hooks == {
+        "SubagentStop": [{"hooks": [{"type": "command", "command": "done.sh"}]}]
+    }
+    assert warnings == (
+        "a.md:4: hooks.UserPromptSubmit is not run for a subagent's own hooks (only PreToolUse, "
+        "PostToolUse, PostToolUseFailure, Stop, SubagentStop); put it in settings.json to run "
+        "it for every conversation",
+    )
+    plugin, notes = parse_definition(text, "plugin/agents/a.md", plugin=True)
+    assert plugin.hooks is None
+    assert "hooks is not honoured in a plugin's agent" in notes[-1]
+
+
+def test_an_untrusted_projects_agent_hooks_never_run(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / ".claude" / "agents").mkdir(parents=True)
+    agent = project / ".claude" / "agents" / "hooked.md"
+    agent.write_text(agent_text(tmp_path / "log"))
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    # not even loaded while the project is not trusted
+    loaded = load_definitions(project=project, project_trusted=False, env=env)
+    assert "hooked" not in loaded.agents
+    # and a task written while it was trusted does not run them once it is not
+    assert untrusted_source(str(agent), str(project), False, env)
+    assert not untrusted_source(str(agent), str(project), True, env)
+    user_agent = tmp_path / "home" / ".claude" / "agents" / "hooked.md"
+    assert not untrusted_source(str(user_agent), str(project), False, env)
+    # a project at the home folder: ~/.claude/agents is the user's, not the project's
+    home = tmp_path / "home"
+    assert not untrusted_source(str(user_agent), str(home), False, {"HOME": str(home)})
+    assert untrusted_source(
+        str(home / ".coding-agent/agents/x.md"), str(home), False, {"HOME": str(home)}
+    )

@@ -1,0 +1,158 @@
+"""A subagent's own MCP servers (``mcpServers`` in its definition): a real stdio server (the MCP
+tests' fixture) started when the subagent starts, its tools offered to that subagent alone and
+approved like any MCP tool, and the server stopped when the subagent ends."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mcp_support import SDK_LEAKS, SERVER, session, stdio_server, write_config
+
+from chord.context import BACKGROUND
+from facets_subagents.definitions import parse_definition
+from facets_subagents.session import session_facet as subagents_facet
+from pico3.models.faux import FauxResponse, FauxState, faux_response, faux_tool_call
+from pico3.models.provider import Request, ToolResultMessage, UserMessage
+
+pytestmark = [pytest.mark.anyio, *SDK_LEAKS]
+
+
+def agent_file(home: Path, marker: Path) -> None:
+    server = json.dumps(
+        {"command": stdio_server()["command"], "args": [SERVER, "--marker", str(marker)]}
+    )
+    path = home / ".claude" / "agents" / "scratcher.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "---\nname: scratcher\ndescription: Uses its own scratch server.\n"
+        f"mcpServers:\n  - shared\n  - scratch: {server}\n---\nYou are the scratcher.\n"
+    )
+
+
+class Script:
+    """The parent hands one task to ``scratcher``; the subagent calls its server's ``echo``,
+    then the session's ``shared`` server's ``echo``, then reports."""
+
+    def __init__(self) -> None:
+        self.parent: list[Request] = []
+        self.child: list[Request] = []
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        last = request.messages[-1]
+        if not any("scratcher" in s for s in request.system):
+            self.parent.append(request)
+            if isinstance(last, UserMessage):
+                args = {"description": "scratch", "prompt": "go", "subagent_type": "scratcher"}
+                return faux_response(faux_tool_call("agent", args, id="a1"))
+            return faux_response("parent done")
+        self.child.append(request)
+        if len(self.child) == 1:
+            return faux_response(faux_tool_call("mcp__scratch__echo", {"text": "hi"}, id="e1"))
+        if len(self.child) == 2:
+            return faux_response(faux_tool_call("mcp__shared__echo", {"text": "yo"}, id="e2"))
+        assert isinstance(last, ToolResultMessage)
+        return faux_response("report: done")
+
+
+def names(request: Request) -> set[str]:
+    return {tool.name for tool in request.tools}
+
+
+async def test_a_subagents_own_server_runs_for_it_alone_and_stops_when_it_ends(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    agent_file(tmp_path, marker)
+    write_config(tmp_path / "config", {"shared": stdio_server("--name", "shared")})
+    script = Script()
+    async with session(tmp_path, [script] * 20, extra_facets=[subagents_facet]) as s:
+        await s.server("shared", "ready")
+        root = await s.root()
+        config = await root.config(BACKGROUND)
+        selected = [*config.get("selectedTools", []), "agent"]
+        await root.set_config({"selectedTools": selected}, BACKGROUND)
+        results = await s.turn()
+        assert results[-1]["content"][0]["text"] == "report: done"
+        # the subagent was offered its server's tools and the named session server's
+        assert {"mcp__scratch__echo", "mcp__shared__echo"} <= names(script.child[0])
+        # the parent never was (neither before nor after the subagent ran)
+        assert all("mcp__scratch__echo" not in names(r) for r in script.parent)
+        # both calls ran, each asked for as any MCP tool's call is
+        (entry,) = await root.entries(BACKGROUND, limit=5, kind="pi.tool_result")
+        child_id = entry.data["details"]["conversation"]  # pyright: ignore[reportIndexIssue,reportOptionalSubscript]
+        child = await s.worker.harness.conversation(child_id, BACKGROUND)
+        assert child is not None
+        texts = [
+            e.model[0]["content"][0]["text"]  # pyright: ignore[reportIndexIssue]
+            for e in reversed(await child.entries(BACKGROUND, limit=20, kind="pi.tool_result"))
+        ]
+        assert texts == ["echo: hi", "echo: yo"]
+        assert {a["name"] for a in s.approvals} >= {"mcp__scratch__echo", "mcp__shared__echo"}
+        # started once, then stopped when the subagent ended: gone from the state, its tools
+        # unregistered, its process ended
+        await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
+        assert "mcp__scratch__echo" not in s.worker.harness.tools.names()
+        (pid,) = marker.read_text().split()
+        assert _ended(int(pid))
+
+
+def _ended(pid: int) -> bool:
+    """The process is gone (or a zombie nobody reaped yet: it runs no more)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_plugins_agent_gets_no_servers_and_a_bad_entry_is_named() -> None:
+    text = (
+        "---\nname: p\ndescription: d\nmcpServers:\n  - scratch:\n      command: x\n"
+        "  - 3\n---\nbody\n"
+    )
+    definition, warnings = parse_definition(text, "agents/p.md")
+    assert definition.mcp_servers == ({"scratch": {"command": "x"}},)
+    assert warnings == (
+        "agents/p.md:4: mcpServers: 3 is neither a configured server's name nor {name: "
+        "server}; it is left out",
+    )
+    definition, warnings = parse_definition(text, "plugin/agents/p.md", plugin=True)
+    assert definition.mcp_servers == ()
+    assert "mcpServers is not honoured in a plugin's agent" in warnings[-1]
+
+
+class Parallel:
+    """The parent runs ``scratcher`` twice in one message; each calls its server's ``echo``
+    and, once it has the answer, restarts nothing: it reports."""
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        last = request.messages[-1]
+        if not any("scratcher" in s for s in request.system):
+            if isinstance(last, UserMessage):
+                calls = [
+                    faux_tool_call(
+                        "agent",
+                        {"description": f"s{n}", "prompt": f"go {n}", "subagent_type": "scratcher"},
+                        id=f"a{n}",
+                    )
+                    for n in (1, 2)
+                ]
+                return faux_response(*calls)
+            return faux_response("parent done")
+        if isinstance(last, ToolResultMessage):
+            return faux_response("report: done")
+        return faux_response(faux_tool_call("mcp__scratch__echo", {"text": "hi"}, id="e1"))
+
+
+async def test_two_subagents_running_at_once_share_one_server(tmp_path: Path) -> None:
+    marker = tmp_path / "started"
+    agent_file(tmp_path, marker)
+    write_config(tmp_path / "config", {"shared": stdio_server("--name", "shared")})
+    async with session(tmp_path, [Parallel()] * 20, extra_facets=[subagents_facet]) as s:
+        root = await s.root()
+        await root.set_config({"selectedTools": ["agent"]}, BACKGROUND)
+        results = await s.turn()
+        assert [r["content"][0]["text"] for r in results] == ["report: done"] * 2
+        await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
+    assert len(marker.read_text().split()) == 1  # one server for both
