@@ -340,3 +340,20 @@ async def test_the_welcome_promises_the_tour_only_when_no_script_plays(conversat
         shown = app.welcome_text().plain
         assert "It answers from the script script.json (--faux-script)." in shown
         assert "tour" not in shown
+
+
+async def test_stop_in_a_tui_on_a_server_says_the_server_keeps_it_and_stays(conversation) -> None:
+    """``attach tcp://…``: the worker is the server's, shared with its other clients; ``/stop``
+    cannot stop it, and saying so beats leaving as if it had stopped (the old ``/quit``)."""
+    from coding_agent.tui.commands.builtin import SERVER_STOP
+
+    app = CodingAgentApp(conversation)
+    app.on_server = True
+    async with app.run_test(size=(100, 40), notifications=True) as pilot:
+        await app.wait_rendered()
+        await pilot.press(*"/stop", "enter")
+        await pilot.pause()
+        toasts = _toasts(app)
+        assert SERVER_STOP in toasts, toasts
+        assert not app.stop_requested
+        assert app.is_running

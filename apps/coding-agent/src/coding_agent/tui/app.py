@@ -233,6 +233,9 @@ class CodingAgentApp(App[None]):
         """Which keys this terminal can deliver (hints name no other key)."""
         self.stop_requested = False
         """``/stop``: the user asked to stop the session's worker as the app exits."""
+        self.on_server = False
+        """The session runs on a ``coding-agent serve`` (``attach tcp://…``, ``--server``):
+        its worker is the server's, which this TUI cannot stop (``/stop`` says so)."""
         self.faux_script: str | None = None
         """The ``--faux-script`` the session's faux model plays (the welcome then promises
         that script, not the built-in tour)."""

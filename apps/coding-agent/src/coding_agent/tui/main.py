@@ -210,6 +210,7 @@ async def run_client(
     app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     app.faux_script = session.settings.faux_script
     app.add_dirs = session.settings.add_dirs
+    app.on_server = connect is not None  # a server's session: /stop cannot stop it
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
     problems: list[str] = []

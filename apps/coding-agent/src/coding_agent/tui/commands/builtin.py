@@ -6,7 +6,8 @@ itself (:class:`AppTarget`, which :class:`~coding_agent.tui.app.CodingAgentApp` 
 * ``/help`` (and F1) — the help screen: the commands, then the keys as they are bound now;
 * ``/quit`` — leave the app; the session's worker keeps running (``/quit --stop`` is ``/stop``);
 * ``/stop`` — stop the session's worker and leave; asks first when a turn or a job is live,
-  since stopping interrupts it (it resumes with the session).
+  since stopping interrupts it (it resumes with the session). A session on a server is the
+  server's to stop: there ``/stop`` says so and the TUI stays.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from __future__ import annotations
 from typing import Protocol
 
 from chord import Context
-from chord.textual import Arguments, Command, CommandOutcome, TuiService
+from chord.textual import Arguments, Command, CommandOutcome, Notice, TuiService
 
-__all__ = ["BUILTIN_COMMANDS", "AppTarget", "help_command", "quit_command", "stop_command"]
+__all__ = [
+    "BUILTIN_COMMANDS",
+    "SERVER_STOP",
+    "AppTarget",
+    "help_command",
+    "quit_command",
+    "stop_command",
+]
 
 
 class AppTarget(Protocol):
@@ -26,6 +34,7 @@ class AppTarget(Protocol):
     def tui(self) -> TuiService: ...
 
     stop_requested: bool
+    on_server: bool
 
     def action_help(self) -> None:
         """Show the help screen."""
@@ -55,7 +64,10 @@ async def quit_command(app: AppTarget, args: Arguments, ctx: Context) -> Command
 
 
 async def stop_command(app: AppTarget, args: Arguments, ctx: Context) -> CommandOutcome:
-    """``/stop``: stop the worker and leave, after asking when work is live."""
+    """``/stop``: stop the worker and leave, after asking when work is live. A session on a
+    server is not this TUI's to stop: it says so and stays (``/quit`` leaves)."""
+    if app.on_server:
+        return Notice(SERVER_STOP, severity="warning")
     live = app.live_work()
     if live is not None:
         modal = await app.tui.acquire_modal(ctx)
@@ -75,6 +87,13 @@ async def stop_command(app: AppTarget, args: Arguments, ctx: Context) -> Command
     app.exit()
     return None
 
+
+SERVER_STOP = (
+    "This session runs on a coding-agent server, shared with its other clients: /stop cannot "
+    "stop it from here. It keeps running there and stops by itself once no client is attached "
+    "and nothing runs (serve --idle). /quit leaves it; Esc or Ctrl+C interrupts a turn."
+)
+"""What ``/stop`` says in a TUI attached to a server's session."""
 
 BUILTIN_COMMANDS: tuple[Command[AppTarget], ...] = (
     Command("help", "List the commands", help_command),
