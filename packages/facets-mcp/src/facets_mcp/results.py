@@ -4,17 +4,53 @@
 "data", "mimeType"}``), embedded text resources as text, other resources, audio and resource
 links as a short text note, and ``structuredContent`` in ``details`` (and as JSON text when the
 server sent no content). :func:`map_contents` maps a ``resources/read`` result the same way.
+:func:`tool_declarations` goes the other way: a server's listed tools as the harness's tool
+declarations (a session's servers and a subagent's own both register them so).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from pico3 import ToolDeclaration
+
+from .contract import tool_name
 
 if TYPE_CHECKING:
     from mcp import types
 
-__all__ = ["map_contents", "map_result", "progress_text", "resource_text"]
+__all__ = ["map_contents", "map_result", "progress_text", "resource_text", "tool_declarations"]
+
+
+def tool_declarations(
+    server: str, tools: list[dict[str, Any]], execute: Callable[[str], Any]
+) -> tuple[list[ToolDeclaration], list[str]]:
+    """Server ``server``'s listed ``tools`` (``tool``, ``description``, ``schema``) as tool
+    declarations named ``mcp__SERVER__TOOL``, each run by ``execute(tool)``, and a line per tool
+    left out: a name that clashes once made a tool name, or a schema the harness refuses.
+    Never replayed after a crash (``replay="unsafe"``): a server's effects are unknown."""
+    skipped: list[str] = []
+    declarations: list[ToolDeclaration] = []
+    for tool in tools:
+        name = tool_name(server, tool["tool"])
+        if any(d.name == name for d in declarations):
+            skipped.append(f"tool {tool['tool']!r} skipped: its name clashes as {name}")
+            continue
+        try:
+            declarations.append(
+                ToolDeclaration(
+                    name=name,
+                    description=tool["description"] or f"{tool['tool']} (MCP server {server})",
+                    parameters=tool["schema"],
+                    execute=execute(tool["tool"]),
+                    replay="unsafe",
+                )
+            )
+        except (ValueError, TypeError) as exc:
+            skipped.append(f"tool {tool['tool']!r} skipped: {exc}")
+    return declarations, skipped
 
 
 def resource_text(

@@ -37,7 +37,8 @@ from chord import Context, cancel_scope
 from pico3 import MODEL_CALL_KIND, ToolDeclaration
 
 from .config import DEFAULT_STARTUP_TIMEOUT, parse_servers
-from .contract import McpServer, tool_name
+from .contract import McpServer
+from .results import tool_declarations
 
 if TYPE_CHECKING:
     from pico3 import HarnessServiceApi
@@ -253,29 +254,13 @@ class ScopedServers:
 
     def _register(self, scoped: _Scoped, tools: list[dict[str, Any]]) -> list[str]:
         server = scoped.spec.name
-        skipped: list[str] = []
-        declarations: list[ToolDeclaration] = []
 
         def runners() -> Mapping[str, ServerRunner]:
             return {name: s.runner for name, s in self._servers.items()}
 
-        for tool in tools:
-            name = tool_name(server, tool["tool"])
-            if any(d.name == name for d in declarations):
-                skipped.append(f"tool {tool['tool']!r} skipped: its name clashes as {name}")
-                continue
-            try:
-                declarations.append(
-                    ToolDeclaration(
-                        name=name,
-                        description=tool["description"] or f"{tool['tool']} (MCP server {server})",
-                        parameters=tool["schema"],
-                        execute=self._host.executor(server, tool["tool"], runners),
-                        replay="unsafe",
-                    )
-                )
-            except (ValueError, TypeError) as exc:
-                skipped.append(f"tool {tool['tool']!r} skipped: {exc}")
+        declarations, skipped = tool_declarations(
+            server, tools, lambda tool: self._host.executor(server, tool, runners)
+        )
         if [d.wire() for d in declarations] == [d.wire() for d in scoped.tools]:
             return skipped
         scoped.unregister()

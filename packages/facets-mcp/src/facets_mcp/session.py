@@ -67,7 +67,6 @@ from pico3 import (
     HarnessServiceApi,
     Sandbox,
     ToolApi,
-    ToolDeclaration,
     ToolResult,
 )
 
@@ -75,9 +74,10 @@ if TYPE_CHECKING:
     from .client import ServerRunner
 
 from .config import CLIENT_SERVERS_SERVICE, load_config, with_client_servers
-from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState, tool_name
+from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState
 from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
+from .results import tool_declarations
 from .sampling import session_sampler
 
 __all__ = ["McpConnections", "McpHost", "connections_facet", "session_facet"]
@@ -338,25 +338,9 @@ class McpHost:
         return [] if registered is None else [d.name for d in registered[0]]
 
     def _register(self, server: str, tools: list[dict[str, Any]]) -> list[str]:
-        skipped: list[str] = []
-        declarations: list[ToolDeclaration] = []
-        for tool in tools:
-            name = tool_name(server, tool["tool"])
-            if any(d.name == name for d in declarations):
-                skipped.append(f"tool {tool['tool']!r} skipped: its name clashes as {name}")
-                continue
-            try:
-                declarations.append(
-                    ToolDeclaration(
-                        name=name,
-                        description=tool["description"] or f"{tool['tool']} (MCP server {server})",
-                        parameters=tool["schema"],
-                        execute=self._execute(server, tool["tool"]),
-                        replay="unsafe",
-                    )
-                )
-            except (ValueError, TypeError) as exc:
-                skipped.append(f"tool {tool['tool']!r} skipped: {exc}")
+        declarations, skipped = tool_declarations(
+            server, tools, lambda tool: self._execute(server, tool)
+        )
         current = self._registered.get(server)
         wire = [d.wire() for d in declarations]
         if current is not None and [d.wire() for d in current[0]] == wire:
