@@ -133,3 +133,36 @@ def test_a_later_add_dir_adds_to_the_stored_ones(
     assert SECRET in again.stdout
     (session,) = list_sessions(project, env=env)
     assert session.settings.add_dirs == (str(other), str(outside))
+
+
+def test_a_stored_folder_removed_since_does_not_stop_the_session_and_counts_once_back(
+    setup: tuple[Path, Path, Path, dict[str, str]],
+) -> None:
+    """A folder added with ``--add-dir`` and deleted later (a temporary folder, an unmounted
+    drive) used to stop every later start of the session; now the session goes on without it,
+    each start says so, and it counts again once it is back."""
+    project, outside, script, env = setup
+    read = {"name": "read", "arguments": {"path": str(outside / "notes.txt")}}
+    script.write_text(json.dumps([  # step n answers the request that holds n answers
+        {"text": "Reading.", "toolCalls": [read]}, {"text": "Read it."},
+        {"text": "Going on."},
+        {"text": "Reading again.", "toolCalls": [read]}, {"text": "Read it again."},
+    ]))  # fmt: skip
+    first = run(project, env, "--faux-script", str(script), "--add-dir", str(outside),
+                "--json", "read it")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    kept = outside.with_name("kept-aside")
+    outside.rename(kept)
+    gone = run(project, env, "--faux-script", str(script), "--continue", "-p", "go on")
+    assert gone.returncode != 2, gone.stderr  # not a start-up error any more
+    assert (
+        f"coding-agent: warning: --add-dir {outside} (kept with this session) is no longer a "
+        "folder: it does not count until it is back, so reads there ask"
+    ) in gone.stderr
+    kept.rename(outside)
+    back = run(project, env, "--faux-script", str(script), "--continue", "--json", "read it")
+    assert back.returncode == 0, back.stderr
+    assert "no longer a folder" not in back.stderr
+    assert SECRET in back.stdout  # read without asking: a working directory again
+    (session,) = list_sessions(project, env=env)
+    assert session.settings.add_dirs == (str(outside),)  # stored all along

@@ -699,6 +699,8 @@ async def _run_headless(
         raise _UsageError(
             f"session {session.id} is open in a TUI; attach to it instead of running headless"
         )
+    for warning in session.settings.gone_add_dirs():  # (the TUI shows them as notices)
+        print(f"coding-agent: warning: {warning}", file=sys.stderr)
     config = session_worker_config(
         session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
     )

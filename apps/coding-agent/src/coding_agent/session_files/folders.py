@@ -114,6 +114,21 @@ class LaunchSettings(msgspec.Struct, forbid_unknown_fields=True, frozen=True, om
     faux_script: str | None = None
     linger: float | None = None
 
+    def present_add_dirs(self) -> tuple[str, ...]:
+        """The stored :attr:`add_dirs` that are folders now: one removed since (a temporary
+        folder, an unmounted drive) does not count, and does not stop the session from
+        starting; it counts again once it is back (:meth:`gone_add_dirs` says which)."""
+        return tuple(folder for folder in self.add_dirs if os.path.isdir(folder))
+
+    def gone_add_dirs(self) -> list[str]:
+        """A warning per stored folder that is not a folder now (see :meth:`present_add_dirs`)."""
+        return [
+            f"--add-dir {folder} (kept with this session) is no longer a folder: it does not "
+            "count until it is back, so reads there ask (/add-dir lists the folders)"
+            for folder in self.add_dirs
+            if not os.path.isdir(folder)
+        ]
+
 
 class SessionMetadata(msgspec.Struct, forbid_unknown_fields=True, frozen=True, omit_defaults=True):
     """The contents of ``session.json``."""

@@ -209,7 +209,9 @@ async def run_client(
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)
     app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     app.faux_script = session.settings.faux_script
-    app.add_dirs = session.settings.add_dirs
+    app.add_dirs = session.settings.present_add_dirs()
+    if connect is None:  # a local session's folders (a server's are on the server)
+        settings_problems += session.settings.gone_add_dirs()  # notices, as the files' are
     app.on_server = connect is not None  # a server's session: /stop cannot stop it
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)

@@ -1264,20 +1264,15 @@ def session_worker_config(
         if folder not in folders:
             folders.append(folder)
     stay = linger if linger is not None else stored.linger
-    for added in stored.add_dirs:  # stored by --add-dir: a folder since removed stops the start
-        if not os.path.isdir(added):
-            raise ConfigError(
-                f"--add-dir {added} (stored with session {session.id} by --add-dir or "
-                "/add-dir) is no longer a folder: "
-                "create it again, or start a new session without it"
-            )
+    for warning in stored.gone_add_dirs():  # a folder since removed does not count
+        _log.warning("%s", warning)  # (the command line and the TUI say it too)
     return WorkerConfig(
         session=session,
         model=model,
         faux_script=Path(script) if script is not None else None,
         dev=dev if dev is not None else stored.dev,
         facets_dirs=tuple(folders),
-        add_dirs=tuple(stored.add_dirs),
+        add_dirs=stored.present_add_dirs(),
         fsync=fsync,
         storage=storage,
         lease=lease,
