@@ -36,6 +36,9 @@ def echo_port() -> Iterator[int]:
     thread.start()
     yield server.getsockname()[1]
     stop.set()
+    # close() alone leaves a blocked accept() waiting (the join then took its whole 5 s timeout);
+    # shutting the listening socket down wakes it with an error, and the thread ends at once
+    server.shutdown(socket.SHUT_RDWR)
     server.close()
     thread.join(timeout=5)
 

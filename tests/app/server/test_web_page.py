@@ -62,16 +62,53 @@ if not CHROMIUM.exists():  # pragma: no cover - Debian's chromium is part of the
     )
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """Module-wide: the tests run on one event loop, which the module's one Chromium needs."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def chromium() -> AsyncIterator[Any]:
+    """One headless Chromium for the module: launching it is a second or two per test on a
+    loaded machine, and no test depends on a fresh one (see :class:`Pages`)."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
+        launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True)
         try:
-            yield chromium
+            yield launched
         finally:
-            await chromium.close()
+            await launched.close()
+
+
+class Pages:
+    """What a test opens pages with: each :meth:`new_page` in a browser context of its own (no
+    cookie, storage or cache shared with any other page, as ``Browser.new_page`` gives), all of
+    them closed when the test ends, so nothing a test's page did outlives the test."""
+
+    def __init__(self, chromium: Any) -> None:
+        self._chromium = chromium
+        self._contexts: list[Any] = []
+
+    async def new_page(self) -> Any:
+        context = await self._chromium.new_context()
+        self._contexts.append(context)
+        return await context.new_page()
+
+    async def close(self) -> None:
+        for context in self._contexts:
+            await context.close()
+
+
+@pytest.fixture
+async def browser(chromium: Any) -> AsyncIterator[Pages]:
+    pages = Pages(chromium)
+    try:
+        yield pages
+    finally:
+        with anyio.CancelScope(shield=True):
+            await pages.close()
 
 
 def _script(tmp_path: Path, steps: list[dict[str, Any]]) -> Path:

@@ -519,6 +519,9 @@ def loopback_server() -> Iterator[int]:
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     yield port
+    # close() alone leaves a blocked accept() waiting (the join then took its whole 10 s
+    # timeout); shutting the listening socket down wakes it with an error, so the thread ends
+    server.shutdown(socket.SHUT_RDWR)
     server.close()
     for conn in accepted:
         conn.close()
