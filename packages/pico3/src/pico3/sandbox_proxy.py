@@ -90,6 +90,7 @@ command, which keeps the pid, stdin and exit code, after loading ``FILTER`` (the
 ends the loop with the command. The loop itself is not filtered: it connects to ``SOCKET``."""
 
 _HEAD_LIMIT = 16 * 1024
+_POLL = 0.05  # seconds between the serving loop's looks for close()
 _CONNECT_TIMEOUT = 15.0
 
 
@@ -189,7 +190,11 @@ class DomainProxy:
 
         server = _Server(self.path, Handler)
         self._server = server
-        threading.Thread(target=server.serve_forever, daemon=True, name="sandbox-proxy").start()
+        # polled every 50 ms, not socketserver's 500 ms: close() (a worker stopping) waits for
+        # the loop to notice, and the wait is the poll's
+        threading.Thread(
+            target=server.serve_forever, args=(_POLL,), daemon=True, name="sandbox-proxy"
+        ).start()
         return self
 
     def close(self) -> None:
