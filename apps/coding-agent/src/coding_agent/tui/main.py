@@ -17,15 +17,14 @@
    start ends the app and :func:`run_client` raises its
    :class:`~coding_agent.supervisor.WorkerStartError`;
 2. a reconnecting wire source connects to the worker's socket;
-3. the facet host starts (beside the app: it needs the worker's catalogue) with the ``Tui`` facet, :class:`RemoteConversationClient`'s facet, the
-   app's own commands and the ``"tui"`` facets of every installed feature package (entry points
-   group ``chord.facets``; an approval modal, a question modal, the indexer's progress…);
+3. the facet host starts (beside the app: it needs the worker's catalogue) with the ``Tui``
+   facet, :class:`RemoteConversationClient`'s, the app's commands and each feature's ``"tui"``
+   facets (entry points ``chord.facets``: an approval modal, the indexer's progress…);
 4. :class:`~coding_agent.tui.CodingAgentApp` runs until the user quits, while the supervisor
    restarts a worker that dies. The app shows "unavailable" in between, and every facade
    rehydrates from the new worker.
 
-A late joiner (``coding-agent attach``) runs exactly the same code: the transcript arrives in
-the view's snapshot, open dialogs arrive as live keyed instances, running tasks in ``view.tasks``.
+A late joiner (``coding-agent attach``) runs the same code: all arrives in the snapshot.
 
 Switching sessions in place (``/resume``, ``/sessions``; :mod:`.session_commands`) reuses that
 same path rather than restarting the app: the wire source's connect function dials the socket
@@ -210,9 +209,8 @@ async def run_client(
     app.wait_for_facets()  # the facet host starts beside the app (run_app_with_facets)
     app.faux_script = session.settings.faux_script
     app.add_dirs = session.settings.present_add_dirs()
-    if connect is None:  # a local session's folders (a server's are on the server)
-        settings_problems += session.settings.gone_add_dirs()  # notices, as the files' are
     app.on_server = connect is not None  # a server's session: /stop cannot stop it
+    settings_problems += [] if app.on_server else session.settings.gone_add_dirs()  # notices
     run = ClientRun(app, client, session)
     generations: list[FacetGeneration] = []  # loaded after the first frame (build_facets)
     problems: list[str] = []
