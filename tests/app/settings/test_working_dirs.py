@@ -80,7 +80,7 @@ def test_config_toml_refuses_a_projects_folders_and_a_missing_one(
         load_config(project, env=env, trusted=True)
 
 
-def test_a_stored_add_dir_since_removed_is_one_line_at_start(
+def test_a_stored_add_dir_since_removed_does_not_count_and_does_not_stop_the_start(
     env: dict[str, str], project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for key, value in env.items():
@@ -88,9 +88,15 @@ def test_a_stored_add_dir_since_removed_is_one_line_at_start(
     gone = folder(tmp_path / "gone")
     session = create_session(project, settings=LaunchSettings(add_dirs=(gone,)))
     assert session_worker_config(session, env=env).add_dirs == (gone,)
+    assert session.settings.gone_add_dirs() == []
     os.rmdir(gone)
-    with pytest.raises(ConfigError, match=rf"--add-dir {gone} \(stored with session .*no longer"):
-        session_worker_config(session, env=env)
+    assert session_worker_config(session, env=env).add_dirs == ()  # the worker starts without it
+    assert session.settings.gone_add_dirs() == [
+        f"--add-dir {gone} (kept with this session) is no longer a folder: it does not count "
+        "until it is back, so reads there ask (/add-dir lists the folders)"
+    ]
+    os.mkdir(gone)
+    assert session_worker_config(session, env=env).add_dirs == (gone,)  # back: it counts again
 
 
 def test_the_agents_own_files_do_not_ask_and_the_rest_of_home_does(
