@@ -79,13 +79,9 @@ class MemoryFolders:
         """The conversation's own memory folder (real path), or ``None``."""
         if conversation_id not in self._entries:
             entry: object = None
-            handle = await self._harness.conversation(conversation_id, ctx)
-            if handle is not None:
-                record = await handle.commit(lambda tx, _c: tx.conversation(conversation_id), ctx)
-                owner = getattr(record, "owner", None)
-                task = await self._harness.get_task(owner, ctx) if type(owner) is int else None
-                if task is not None and task.kind == SUBAGENT_KIND:
-                    given = task.input if isinstance(task.input, dict) else {}
-                    entry = given.get(OWNER_MEMORY_KEY)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            task = await self._harness.owner_task(conversation_id, ctx)
+            if task is not None and task.kind == SUBAGENT_KIND:
+                given = task.input if isinstance(task.input, dict) else {}
+                entry = given.get(OWNER_MEMORY_KEY)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             self._entries[conversation_id] = entry
         return own_folder(self._entries[conversation_id])

@@ -93,25 +93,20 @@ class AgentHooks:
         if found is not None:
             return found
         found = LoadedHooks()
-        harness = self._harness.harness
-        handle = await harness.conversation(conversation_id, ctx)
-        if handle is not None:
-            record = await handle.commit(lambda tx, _c: tx.conversation(conversation_id), ctx)
-            owner = getattr(record, "owner", None)
-            task = await harness.get_task(owner, ctx) if type(owner) is int else None
-            given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
-            entry = given.get(AGENT_HOOKS_KEY) if isinstance(given, dict) else None
-            if isinstance(entry, dict) and isinstance(entry.get("hooks"), dict):  # pyright: ignore[reportUnknownMemberType]
-                source = str(entry.get("source") or "an agent definition")  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-                if untrusted_source(source, self._project, self._trusted, self._env):
-                    self._warn(
-                        f"{source}: hooks not run: the project is not trusted (/trust), and "
-                        "this agent file is the project's"
-                    )
-                else:
-                    hooks, problems = parse_settings({"hooks": entry["hooks"]}, source)
-                    for problem in problems:
-                        self._warn(problem)
-                    found = LoadedHooks(tuple(hooks), tuple(problems))
+        task = await self._harness.harness.owner_task(conversation_id, ctx)
+        given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
+        entry = given.get(AGENT_HOOKS_KEY) if isinstance(given, dict) else None
+        if isinstance(entry, dict) and isinstance(entry.get("hooks"), dict):  # pyright: ignore[reportUnknownMemberType]
+            source = str(entry.get("source") or "an agent definition")  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+            if untrusted_source(source, self._project, self._trusted, self._env):
+                self._warn(
+                    f"{source}: hooks not run: the project is not trusted (/trust), and "
+                    "this agent file is the project's"
+                )
+            else:
+                hooks, problems = parse_settings({"hooks": entry["hooks"]}, source)
+                for problem in problems:
+                    self._warn(problem)
+                found = LoadedHooks(tuple(hooks), tuple(problems))
         self._found[conversation_id] = found
         return found

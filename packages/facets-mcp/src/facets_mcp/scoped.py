@@ -148,18 +148,13 @@ class ScopedServers:
         """The task owning the conversation, when its input lists servers (read once)."""
         if conversation_id in self._owners:
             return self._owners[conversation_id]
-        harness = self._host.harness.harness
         found: _Owner | None = None
-        handle = await harness.conversation(conversation_id, ctx)
-        if handle is not None:
-            record = await handle.commit(lambda tx, _c: tx.conversation(conversation_id), ctx)
-            owner = getattr(record, "owner", None)
-            task = await harness.get_task(owner, ctx) if type(owner) is int else None
-            given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
-            entries = given.get(SCOPED_KEY) if isinstance(given, dict) else None
-            if type(owner) is int and isinstance(entries, list) and entries:
-                agent = str(cast(dict[str, Any], given).get("agent") or "subagent")
-                found = _Owner(owner, cast(list[Any], entries), agent)
+        task = await self._host.harness.harness.owner_task(conversation_id, ctx)
+        given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
+        entries = given.get(SCOPED_KEY) if isinstance(given, dict) else None
+        if task is not None and isinstance(entries, list) and entries:
+            agent = str(cast(dict[str, Any], given).get("agent") or "subagent")
+            found = _Owner(task.id, cast(list[Any], entries), agent)
         self._owners[conversation_id] = found
         return found
 

@@ -213,6 +213,15 @@ class Harness:
         """A task record (live or terminal)."""
         return await self._kernel.commit(lambda tx, _ctx: tx.task(task_id), ctx)
 
+    async def owner_task(self, conversation_id: int, ctx: Context) -> Task | None:
+        """The task that owns a conversation (a subagent's run owns the conversation it works
+        in), or ``None``: no such conversation, or one no task owns (the user's, a fork). A
+        feature reads there what the task was started with (its ``input``)."""
+        ctx.raise_if_cancelled()
+        self._kernel.check_usable()
+        owner = getattr(self._kernel.conversations.get(conversation_id), "owner", None)
+        return await self.get_task(owner, ctx) if type(owner) is int else None
+
     async def wait_for_task(self, task_id: int, ctx: Context) -> Task:
         """The task's terminal record, once it is terminal."""
         return await self._scheduler.waiters.wait_for_task(task_id, ctx)
