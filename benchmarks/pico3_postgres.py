@@ -635,6 +635,32 @@ async def take_over(conninfo: str, lease: float) -> None:
     await storage.close(ctx)
 
 
+def halt_polling() -> str:
+    """What an idle CPU of this machine does, when it is a virtual machine's: a one-client
+    figure depends on it. A process that sleeps in ``poll`` for each commit's answer, with
+    the guest's halt polling off (``guest_halt_poll_ns`` 0), leaves its vCPU halted; woken by
+    the answer it runs its next microseconds about 2-3x slower (measured: the same Python
+    commit path took 12 us back to back and 24-42 us after each wait), which pgbench, with next
+    to no work between its answer and its next send, does not feel. Enable the polling to
+    measure without that (as root: ``echo 200000 >
+    /sys/module/haltpoll/parameters/guest_halt_poll_ns``)."""
+    try:
+        with open("/sys/devices/system/cpu/cpuidle/current_driver") as file:
+            driver = file.read().strip()
+    except OSError:
+        return "cpuidle driver unknown"
+    try:
+        with open("/sys/module/haltpoll/parameters/guest_halt_poll_ns") as file:
+            polling = int(file.read().strip())
+    except (OSError, ValueError):
+        return f"cpuidle driver {driver}"
+    return f"cpuidle driver {driver}, guest halt polling {polling:,} ns" + (
+        " (off: an idle vCPU halts at once, and a one-client commit loop pays each wake-up)"
+        if polling == 0
+        else ""
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer commits, 20k-entry open")
@@ -655,7 +681,8 @@ def main() -> None:
     hosts, host_pool, _, _ = plan_sessions(plan, "postgresql://", cores=processes)
     print(
         f"machine: {processes} cores, load average {os.getloadavg()[0]:.1f} at the start "
-        "(a load above the cores starves every wall figure; the CPU figures hold up better)"
+        "(a load above the cores starves every wall figure; the CPU figures hold up better); "
+        f"{halt_polling()}"
     )
     with TempCluster() as cluster:
         conninfo = cluster.conninfo

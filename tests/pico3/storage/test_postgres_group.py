@@ -5,6 +5,7 @@ contiguous (pico3.storage.pg_group)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +24,7 @@ from pico3.storage import (
     PostgresStorage,
 )
 from pico3.storage.pg_group import committer_for
-from pico3.storage.pg_prepared import run_prepared
+from pico3.storage.pg_prepared import TURN_EVERY_MS, Pace, run_prepared
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -355,15 +356,51 @@ async def test_run_prepared_blocking_for_the_answer_returns_quick_and_slow_answe
         await conn.close()
 
 
+async def test_statements_awaited_blocking_give_the_loop_a_turn_at_most_every_millisecond(
+    postgres_cluster: Any,
+) -> None:
+    """Through one :class:`Pace`, a statement awaited blocking gives the event loop a turn only
+    when the pace's last turn is :data:`TURN_EVERY_MS` old (a turn per statement cost a lone
+    writer a fifth of its commits): a task waiting to run does not run during a statement whose
+    pace just turned, and runs during the next one once the last turn is old; either way the
+    answer comes back whole."""
+    conn = await psycopg.AsyncConnection.connect(postgres_cluster.conninfo, autocommit=True)
+    try:
+        await conn.execute("PREPARE plus (int8) AS SELECT $1 + 1")
+        seven = (7).to_bytes(8, "big")
+        pace = Pace()
+        ran: list[str] = []
+
+        async def waiting(name: str) -> None:
+            ran.append(name)
+
+        async with anyio.create_task_group() as group:
+            pace.turned = float("inf")  # as if it had just turned: no turn is due
+            group.start_soon(waiting, "first")
+            (result,) = await run_prepared(conn, b"plus", (seven,), (1,), pace=pace)
+            assert int(result.get_value(0, 0)) == 8
+            assert pace.turned == float("inf")  # no turn was given
+            if pace.quick:  # answered within the blocking wait (not on the loop, as when late)
+                assert ran == []  # so the waiting task did not run during the statement
+            pace.quick = True
+            pace.turned = time.monotonic() - TURN_EVERY_MS / 1000  # the last turn is old
+            (result,) = await run_prepared(conn, b"plus", (seven,), (1,), pace=pace)
+            assert int(result.get_value(0, 0)) == 8
+            assert ran == ["first"]  # it ran at that statement's turn
+            assert pace.turned != float("inf")  # the turn is kept for the next statement
+    finally:
+        await conn.close()
+
+
 @pytest.mark.parametrize("grouped", [True, False], ids=["grouped-alone", "own-connection"])
 async def test_a_lone_commit_lets_the_other_tasks_run_once_its_statement_is_sent(
     postgres_cluster: Any, grouped: bool
 ) -> None:
     """A commit whose answer is awaited blocking (a grouped session committing alone, a
-    worker's session on its own connection) still gives the event loop one turn, and takes it
-    with its statement already sent (run_prepared's ``block``): a task that was waiting to run
-    finds the commit's statement in flight on its connection, not yet sent, and the commit
-    still ends stored and acknowledged."""
+    worker's session on its own connection) still gives the event loop a turn when its pace's
+    last one is a millisecond old, and takes it with its statement already sent (run_prepared's
+    ``block``): a task that was waiting to run finds the commit's statement in flight on its
+    connection, not yet sent, and the commit still ends stored and acknowledged."""
     from psycopg import pq
 
     conninfo = postgres_cluster.conninfo
@@ -383,6 +420,8 @@ async def test_a_lone_commit_lets_the_other_tasks_run_once_its_statement_is_sent
         committer = committer_for(pool)
         straight = committer.straight
         seen: list[object] = []
+        pace = committer._pace if grouped else storage._pace  # pyright: ignore[reportPrivateUsage]
+        pace.turned = 0.0  # the last turn long ago: this commit gives one
 
         def in_flight() -> object:
             pending = storage._pending  # pyright: ignore[reportPrivateUsage]

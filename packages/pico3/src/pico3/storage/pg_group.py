@@ -53,12 +53,14 @@ When no group is in flight, none is queued and the last group was the same sessi
 alone, its next commit goes straight through: no queue, no wake-up, and its answer is awaited
 blocking for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``) rather than on the event
 loop, whose wait costs more CPU than pgbench spends on a whole commit. It is the same statement
-with the same per-row fence; only the waiting differs. It still gives the loop one turn, as
-every commit does, so the other tasks run, but once its statement is sent, while the server
-works on it (a turn before sending delayed the send by the turn's CPU: 8 % of a lone session's
-commits/s, issue 42); when other sessions commit too, their commits arrive in turn and gather
-groups as before (a straight path taken by whichever session came last would serialize them:
-each blocking wait keeps the others from queueing).
+with the same per-row fence; only the waiting differs. It still gives the loop a turn, so the
+other tasks run, once its statement is sent, while the server works on it (a turn before
+sending delayed the send by the turn's CPU: 8 % of a lone session's commits/s, issue 42), and
+at most one a millisecond (:data:`~pico3.storage.pg_prepared.TURN_EVERY_MS`: a turn per commit
+cost a lone writer about a tenth of its client CPU); when other sessions commit too, their
+commits arrive within that bound and gather groups as before (a straight path taken by
+whichever session came last would serialize them: each blocking wait keeps the others from
+queueing).
 """
 
 from __future__ import annotations
@@ -250,11 +252,11 @@ class GroupCommitter:
             self._running += 1
             self.straight += 1
             try:
-                # one turn of the loop, as every commit gives one, is taken once the statement
-                # is sent (run_prepared's block; a wait on the loop gives it otherwise): the
-                # other tasks run while the server works (a commit answered within the
-                # blocking wait would otherwise never yield), and a commit they start
-                # meanwhile leads a group of its own
+                # a turn of the loop, due once a millisecond, is taken once the statement is
+                # sent (run_prepared's block; a wait on the loop gives it otherwise): the other
+                # tasks run while the server works (commits answered within the blocking wait
+                # would otherwise never yield), and a commit they start meanwhile leads a group
+                # of its own
                 await self._send_group([item], alone=self._running == 1 and not self._queue)
             finally:
                 self._hand_off()

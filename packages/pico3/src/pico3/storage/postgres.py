@@ -112,9 +112,9 @@ already live in ``_tables`` and ``_replay``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
-import select
 import socket
 import struct
 import time
@@ -1281,20 +1281,17 @@ class PostgresStorage(TableStorage):
     def _writer_broken(self) -> bool:
         """Whether the writer's idle connection is gone. With no statement in flight the
         server has nothing to say, so anything readable is its goodbye (an error, then EOF):
-        one poll of the socket, no round trip. A rare false alarm (an asynchronous notice)
-        costs one reconnect, which is safe."""
-        from psycopg import pq
-
+        one poll of the socket, no round trip (the poll object is the pace's, kept while the
+        socket is the same). A rare false alarm (an asynchronous notice) costs one reconnect,
+        which is safe."""
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             return True
         pgconn = conn.pgconn
-        if pgconn.status != pq.ConnStatus.OK:
+        if pgconn.status != _conn_ok():
             return True
         try:
-            poller = select.poll()  # not select(): a process of many sessions has fds > 1023
-            poller.register(pgconn.socket, select.POLLIN)
-            return bool(poller.poll(0))
+            return bool(self._pace.poller(pgconn.socket).poll(0))
         except (OSError, ValueError):
             return True
 
@@ -1454,8 +1451,6 @@ class PostgresStorage(TableStorage):
     async def _send_main(self, seq: int, max_id: int, raw: bytes) -> None:
         """The common commit, straight through libpq (no query conversion, no adaptation, no
         result object: about 30% less client CPU than ``cursor.execute``, measured)."""
-        from psycopg import pq
-
         conn = self._conn
         assert conn is not None
         params = (self._session_bytes, _INT8(seq), self._epoch_bytes, _INT8(max_id), raw)
@@ -1468,7 +1463,7 @@ class PostgresStorage(TableStorage):
                 _COMMIT_MAIN,
                 params,
                 _MAIN_FORMATS,
-                ok=pq.ExecStatus.COMMAND_OK,
+                ok=_command_ok(),
                 pace=self._pace,
             )
         except StatementFailed as exc:
@@ -1632,6 +1627,20 @@ class PostgresStorage(TableStorage):
         """The session blobs whose names start with ``prefix``, in name order (byte order);
         ``data=False`` reads the names only (every value empty)."""
         return await self._blob_store().under(prefix, data=data)
+
+
+@functools.cache
+def _command_ok() -> int:
+    from psycopg import pq  # imported only where PostgreSQL is used, and once: a commit's path
+
+    return pq.ExecStatus.COMMAND_OK
+
+
+@functools.cache
+def _conn_ok() -> int:
+    from psycopg import pq
+
+    return pq.ConnStatus.OK
 
 
 def _finish(conn: AsyncConnection[Any]) -> None:
