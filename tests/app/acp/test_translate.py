@@ -84,6 +84,9 @@ def test_tool_results_are_completed_or_failed_with_text_and_diffs() -> None:
 def test_a_stored_transcript_replays_in_order() -> None:
     entries = [
         {"kind": "pi.user", "model": [{"role": "user", "content": "fix it"}]},
+        # not typed by the user (an imported slash command's prompt): the model's, not shown
+        {"kind": "pi.user", "model": [{"role": "user", "content": "Review it all."}],
+         "data": {"meta": "expanded /review prompt"}},
         {"kind": "pi.system", "model": [{"role": "system", "content": "ignored"}]},
         {"kind": "pi.assistant", "model": [{"role": "assistant", "content": [
             {"type": "text", "text": "Looking."},

@@ -15,7 +15,13 @@ What the model read in the other agent is what it reads here:
 * thinking is kept, but every imported assistant message has the ``api``
   ``import:<tool>``: no provider adapter treats its signatures as its own, so signed thinking
   is never sent back as thinking (an adapter sends it as text, or leaves it out) and redacted
-  thinking is never sent at all.
+  thinking is never sent at all;
+* a user message the user did not type there (Claude Code's ``isMeta`` lines: a slash
+  command's expanded prompt, a local command's caveat; a compaction summary of either agent)
+  is kept as it is, since the answers after it reply to it, and labelled
+  (:attr:`ImportedSession.meta`): its entry's ``data.meta`` (:class:`pico3.UserData`) tells
+  the TUI, the web page and ``--json`` readers to show the label in its place, dim and
+  collapsed, as the other agent did.
 
 The source file is only ever read.
 """
@@ -38,6 +44,7 @@ __all__ = [
     "finish_messages",
     "first_line",
     "late_user_text",
+    "mark_meta",
     "millis",
     "read_lines",
     "text_of",
@@ -89,6 +96,9 @@ class ImportedSession:
     first_prompt: str = ""
     """The first line the user typed in the session (before any compaction, on any branch),
     what ``import --list`` shows."""
+    meta: dict[int, str] = field(default_factory=dict[int, str])
+    """The user messages the user did not type, by index in :attr:`messages`: the label shown
+    in their place (``expanded /review prompt``, ``compaction summary``)."""
 
     @property
     def model(self) -> str:
@@ -210,8 +220,22 @@ def late_user_text(text: str, timestamp: int) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": timestamp, _LATE: True}
 
 
-def finish_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The messages in an order every provider takes, and how many results had no call.
+_META = "_meta"
+"""Marks a user message the user did not type, with its label (see :func:`mark_meta`)."""
+
+
+def mark_meta(message: dict[str, Any], label: str) -> dict[str, Any]:
+    """``message`` (a user message) marked as one the user did not type, shown as ``label``;
+    :func:`finish_messages` moves the mark into :attr:`ImportedSession.meta`."""
+    message[_META] = label
+    return message
+
+
+def finish_messages(
+    messages: Iterable[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[int, str], int]:
+    """The messages in an order every provider takes, the labels of those the user did not
+    type (:func:`mark_meta`, by index), and how many results had no call.
 
     After an assistant message come the results of its calls (a call without one gets an
     error result saying it was not in the imported session), then one user message with the
@@ -281,4 +305,9 @@ def finish_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[list[dict[st
             out.append(
                 {"role": "user", "content": "\n\n".join(late), "timestamp": message["timestamp"]}
             )
-    return out, orphans
+    meta: dict[int, str] = {}
+    for index, message in enumerate(out):
+        label = message.pop(_META, None)
+        if isinstance(label, str):
+            meta[index] = label
+    return out, meta, orphans

@@ -300,7 +300,14 @@ def export_html(
     for entry in entries:
         for message in entry.messages:
             user = isinstance(entry, UserEntry)
-            if user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
+            if user and entry.data.meta:  # not typed by the user (an import's): collapsed
+                body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
+                label = html.escape(f"({entry.data.meta})")
+                parts.append(
+                    f'<details class="msg notice"><summary class="role">{label}</summary>'
+                    f"{body}</details>"
+                )
+            elif user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
                 css = "user" if user else "notice"
                 body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
                 parts.append(

@@ -82,7 +82,15 @@ export function renderEntry(entry, cards) {
   const kind = typeof entry.kind === "string" ? entry.kind : "";
   const node = el("div", `entry kind-${kind.replace(/[^a-z0-9_-]/gi, "-")}`);
   node.dataset.id = entry.id;
-  if (kind === "pi.user") {
+  if (kind === "pi.user" && typeof entry.data?.meta === "string") {
+    // the model read it, the user did not type it (an imported slash command's prompt, a
+    // compaction summary): one dim, collapsed line naming it
+    node.classList.add("meta");
+    const details = el("details", "meta-message");
+    details.append(el("summary", "notice", `(${entry.data.meta})`));
+    details.append(el("div", "text", textOf(firstMessage(entry, "user")?.content)));
+    node.append(details);
+  } else if (kind === "pi.user") {
     node.append(el("div", "who", "you"), el("div", "text", textOf(firstMessage(entry, "user")?.content)));
   } else if (kind === "pi.assistant") {
     const message = firstMessage(entry, "assistant") ?? entry.data?.display;
