@@ -300,9 +300,10 @@ def export_html(
     for entry in entries:
         for message in entry.messages:
             user = isinstance(entry, UserEntry)
-            if user and entry.data.meta:  # not typed by the user (an import's): collapsed
+            meta = entry.data.meta if isinstance(entry, UserEntry) else None
+            if meta:  # not typed by the user (an import's): one collapsed line
                 body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
-                label = html.escape(f"({entry.data.meta})")
+                label = html.escape(f"({meta})")
                 parts.append(
                     f'<details class="msg notice"><summary class="role">{label}</summary>'
                     f"{body}</details>"
