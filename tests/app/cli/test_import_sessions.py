@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -339,10 +340,16 @@ def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
     ]
     assert seen[3].startswith("user: <local-command-caveat>Caveat: The messages below")
 
-    def meta_of(session: str) -> list[tuple[str, str]]:
+    def exported(session: str) -> list[dict[str, Any]]:
         export = run(["export", session, "-o", "-", "--format", "jsonl"], project, env)
         assert export.returncode == 0, export.stderr
-        entries = [json.loads(line) for line in export.stdout.splitlines()[1:]]
+        return [json.loads(line) for line in export.stdout.splitlines()[1:]]
+
+    def typed_of(session: str) -> list[str]:
+        return [e["data"]["typed"] for e in exported(session) if "typed" in (e.get("data") or {})]
+
+    def meta_of(session: str) -> list[tuple[str, str]]:
+        entries = exported(session)
         return [
             (entry["data"]["meta"], str(entry["model"][0]["content"])[:30])
             for entry in entries
@@ -352,6 +359,7 @@ def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
     assert meta_of(session_id) == [
         ("expanded /review prompt", "[{'type': 'text', 'text': 'Rev"),
         ("local command caveat", "<local-command-caveat>Caveat: "),
+        ("output of /model", "<local-command-stdout>Set mode"),
     ]
     compacted = imported(
         project, env, str(FIXTURES / "claude_compacted.jsonl"), "--cwd", str(project)
@@ -359,5 +367,8 @@ def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
     assert meta_of(compacted) == [("compaction summary", "This session is being continue")]
     pi = imported(project, env, str(FIXTURES / "pi_compacted.jsonl"), "--cwd", str(project))
     assert meta_of(pi) == [("compaction summary", "The conversation before this p")]
+    # a typed slash command's own line (Claude Code's tags) is shown as typed
+    assert typed_of(session_id) == ["/review cart.py", "/model sonnet"]
     html = run(["export", session_id, "-o", "-"], project, env).stdout
     assert '<details class="msg notice"><summary class="role">(expanded /review prompt)' in html
+    assert "<div class=\"role\">you</div><p>/review cart.py</p></section>" in html

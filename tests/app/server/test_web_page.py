@@ -474,10 +474,15 @@ async def test_an_imported_slash_commands_expanded_prompt_is_a_collapsed_line_on
             assert await line.all_inner_texts() == [
                 "(expanded /review prompt)",
                 "(local command caveat)",
+                "(output of /model)",
             ]
             assert not await page.is_visible("text=Review cart.py for bugs")  # collapsed
             typed = page.locator(".kind-pi-user:not(.meta) .text")
-            assert "Fix it, please." in await typed.all_inner_texts()
+            assert await typed.all_inner_texts() == [
+                "/review cart.py",  # as typed, not the tags Claude Code wrote for it
+                "/model sonnet",
+                "Fix it, please.",
+            ]
             assert not any("Review cart.py" in t for t in await typed.all_inner_texts())
         finally:
             await _stop(process)

@@ -47,6 +47,13 @@ expanded prompt as an ``isMeta`` line) and ``/model`` (a local command: its cave
 ``isMeta`` line), as Claude Code 2.x writes them."""
 
 
+def _drawn(app: Any) -> bool:
+    """Whether the transcript has drawn the conversation down to its last prompt (it renders
+    after the view arrives, in passes of its own)."""
+    users, blocks = _shown(app)
+    return "Fix it, please." in users and len(blocks) == 3 and all(body for *_, body in blocks)
+
+
 def _shown(app: Any) -> tuple[list[str], list[tuple[str, bool, str]]]:
     """The transcript as drawn: the text of each user message widget, and each collapsed block
     as ``(title, collapsed, body)``."""
@@ -57,7 +64,11 @@ def _shown(app: Any) -> tuple[list[str], list[tuple[str, bool, str]]]:
 
     users = [message.text for message in app.transcript.query(UserMessage)]
     blocks = [
-        (str(block.title), block.collapsed, " ".join(str(s.render()) for s in block.query(Static)))
+        (
+            str(block.title),
+            block.collapsed,
+            " ".join(str(s.render()) for s in block.query(".meta-text").results(Static)),
+        )
         for block in app.transcript.query(QuietCollapsible)
     ]
     return users, blocks
@@ -72,7 +83,7 @@ async def test_what_claude_code_hid_is_one_dim_collapsed_line_and_the_model_stil
     async def resumed(pilot: Any) -> None:
         app = kit.app_of(pilot)
         await kit.wait_for(pilot, lambda: kit.idle(app) and kit.entries(app), "the conversation")
-        await pilot.pause()
+        await kit.wait_for(pilot, lambda: _drawn(app), "the transcript drawn")
         seen["prompts"] = user_texts(kit, app)
         seen["meta"] = [e.get("data", {}).get("meta") for e in kit.entries(app)]
         seen["users"], seen["blocks"] = _shown(app)
@@ -82,15 +93,21 @@ async def test_what_claude_code_hid_is_one_dim_collapsed_line_and_the_model_stil
     assert seen["prompts"][1].startswith("Review cart.py for bugs")
     assert seen["prompts"][2].startswith("<local-command-caveat>")
     # the view document says which ones the user did not type (a web page or --json reads it)
-    assert [m for m in seen["meta"] if m] == ["expanded /review prompt", "local command caveat"]
+    assert [m for m in seen["meta"] if m] == [
+        "expanded /review prompt",
+        "local command caveat",
+        "output of /model",
+    ]
     # the TUI shows them as Claude Code does: not as the user's, one collapsed line each
     assert not any("Review cart.py for bugs" in text for text in seen["users"])
     assert not any("local-command-caveat" in text for text in seen["users"])
-    assert "Fix it, please." in seen["users"]
+    # a typed command shows as typed, not as the tags Claude Code wrote for it
+    assert seen["users"] == ["/review cart.py", "/model sonnet", "Fix it, please."]
     titles = {title: (collapsed, body) for title, collapsed, body in seen["blocks"]}
     assert titles["(expanded /review prompt)"][0] is True
     assert "Review cart.py for bugs" in titles["(expanded /review prompt)"][1]
     assert titles["(local command caveat)"][0] is True
+    assert titles["(output of /model)"][0] is True
 
 
 async def test_import_in_the_tui_picks_this_folders_claude_code_session_and_switches_to_it(
@@ -128,7 +145,7 @@ async def test_import_in_the_tui_picks_this_folders_claude_code_session_and_swit
             lambda: "Fixed: the discount is applied before the total." in kit.assistant_texts(app),
             f"the imported transcript ({kit.toasts(app)})",
         )
-        await pilot.pause()
+        await kit.wait_for(pilot, lambda: _drawn(app), "the transcript drawn")
         seen["session"] = app.client.session.session_id
         seen["toasts"] = kit.toasts(app)
         seen["users"], seen["blocks"] = _shown(app)

@@ -23,7 +23,10 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   labelled as Claude Code shows them (hidden there; here one dim, collapsed line:
   ``expanded /review prompt`` after the ``<command-name>/review</command-name>`` line the
   command wrote, ``local command caveat``, ``compaction summary``, else ``context Claude Code
-  added``); the first prompt ``import --list`` shows passes over them too.
+  added``); the first prompt ``import --list`` shows passes over them too. A typed slash
+  command's own line (``<command-name>``, ``<command-args>`` tags) is shown as typed
+  (``/review cart.py``), and a local command's ``<local-command-stdout>`` line (not
+  ``isMeta``) as the collapsed ``output of /model``, as Claude Code shows them.
 * ``system`` lines are events. One with ``subtype: "compact_boundary"`` starts the
   conversation again after a compaction: its ``parentUuid`` is ``null`` (``logicalParentUuid``
   names the last line before), and the user line after it (``isCompactSummary: true``) holds
@@ -61,7 +64,7 @@ from coding_agent.importing.common import (
     finish_messages,
     first_line,
     late_user_text,
-    mark_meta,
+    mark_shown,
     millis,
     text_of,
     unknown_call_text,
@@ -126,9 +129,10 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     for record in chain:
         if record.get("type") == "user":
             label = _meta_label(record, command)
-            if label is None:
-                command = _command_name(record)
-            messages.extend(_user(record, names, label))
+            typed = None
+            if label is None:  # typed by the user: a command, whose expansion may follow
+                command, typed = _typed_command(record)
+            messages.extend(_user(record, names, label, typed))
         elif record.get("type") == "assistant" and not record.get("isApiErrorMessage"):
             message = _assistant(record, names)
             if message is None:
@@ -167,38 +171,48 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
         and not r.get("isMeta")
         and not r.get("isCompactSummary")
     )
-    session.messages, session.meta, orphans = finish_messages(messages)
+    session.messages, session.shown, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
     return session
 
 
 _COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 
 
-def _command_name(record: dict[str, Any]) -> str:
-    """``/review`` for a user line Claude Code wrote for a typed slash command (its
-    ``<command-name>`` tag), else ``""``."""
+def _text(record: dict[str, Any]) -> str:
     message = record.get("message")
-    text = text_of(message.get("content")) if isinstance(message, dict) else ""  # pyright: ignore[reportUnknownMemberType]
+    return text_of(message.get("content")) if isinstance(message, dict) else ""  # pyright: ignore[reportUnknownMemberType]
+
+
+def _typed_command(record: dict[str, Any]) -> tuple[str, str | None]:
+    """For a user line Claude Code wrote for a typed slash command (its ``<command-name>``
+    tag): the command (``/review``) and what was typed (``/review cart.py``); else ``("",
+    None)``."""
+    text = _text(record)
     found = _COMMAND_NAME.search(text)
     if found is None:
-        return ""
-    name = found.group(1)
-    return name if name.startswith("/") else "/" + name
+        return "", None
+    name = found.group(1) if found.group(1).startswith("/") else "/" + found.group(1)
+    given = _COMMAND_ARGS.search(text)
+    arguments = given.group(1).strip() if given is not None else ""
+    return name, f"{name} {arguments}" if arguments else name
 
 
 def _meta_label(record: dict[str, Any], command: str) -> str | None:
     """The label of a user line the user did not type (``None`` for one they did): the
-    compaction summary, a local command's caveat, the expanded prompt of the slash command
-    typed just before, or other context Claude Code added (a hook's feedback, a skill)."""
+    compaction summary, a local command's caveat or output, the expanded prompt of the slash
+    command typed just before, or other context Claude Code added (a hook's feedback, a
+    skill)."""
     if record.get("isCompactSummary"):
         return "compaction summary"
+    text = _text(record).lstrip()
+    if text.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+        return f"output of {command}" if command else "local command output"
     if not record.get("isMeta"):
         return None
-    message = record.get("message")
-    text = text_of(message.get("content")) if isinstance(message, dict) else ""  # pyright: ignore[reportUnknownMemberType]
-    if text.lstrip().startswith("<local-command-caveat>"):
+    if text.startswith("<local-command-caveat>"):
         return "local command caveat"
     if command:
         return f"expanded {command} prompt"
@@ -339,9 +353,12 @@ def _assistant(record: dict[str, Any], names: dict[str, str]) -> dict[str, Any] 
     return out
 
 
-def _user(record: dict[str, Any], names: dict[str, str], label: str | None) -> list[dict[str, Any]]:
+def _user(
+    record: dict[str, Any], names: dict[str, str], label: str | None, typed: str | None
+) -> list[dict[str, Any]]:
     """The messages of a user line: its tool results, then what it says (marked with ``label``
-    when the user did not type it: :func:`_meta_label`)."""
+    when the user did not type it, :func:`_meta_label`; with ``typed``, the command they
+    typed, :func:`_typed_command`)."""
     message = record.get("message")
     if not isinstance(message, dict):
         return []
@@ -351,7 +368,7 @@ def _user(record: dict[str, Any], names: dict[str, str], label: str | None) -> l
         if not content:
             return []
         text = {"role": "user", "content": content, "timestamp": stamp}
-        return [mark_meta(text, label) if label is not None else text]
+        return [mark_shown(text, meta=label, typed=typed)]
     out: list[dict[str, Any]] = []
     said: list[dict[str, Any]] = []
     for block in content if isinstance(content, list) else []:  # pyright: ignore[reportUnknownVariableType]
@@ -380,7 +397,7 @@ def _user(record: dict[str, Any], names: dict[str, str], label: str | None) -> l
             said.extend(_content([block]))
     if said:
         said_message = {"role": "user", "content": said, "timestamp": stamp}
-        out.append(mark_meta(said_message, label) if label is not None else said_message)
+        out.append(mark_shown(said_message, meta=label, typed=typed))
     return out
 
 

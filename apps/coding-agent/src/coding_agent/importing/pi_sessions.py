@@ -47,7 +47,7 @@ from coding_agent.importing.common import (
     finish_messages,
     first_line,
     late_user_text,
-    mark_meta,
+    mark_shown,
     millis,
     text_of,
     unknown_call_text,
@@ -127,7 +127,7 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
         and isinstance(e.get("message"), dict)
         and e["message"].get("role") == "user"
     )
-    session.messages, session.meta, orphans = finish_messages(messages)
+    session.messages, session.shown, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
     return session
@@ -161,7 +161,7 @@ def _summary(summary: str, entry: dict[str, Any], what: str) -> dict[str, Any]:
         "content": f"{heading}:\n\n<summary>\n{summary}\n</summary>",
         "timestamp": millis(entry.get("timestamp")),
     }
-    return mark_meta(message, f"{what} summary")  # pi shows it collapsed too
+    return mark_shown(message, meta=f"{what} summary")  # pi shows it collapsed too
 
 
 def _messages(entry: dict[str, Any], session: ImportedSession) -> list[dict[str, Any]]:

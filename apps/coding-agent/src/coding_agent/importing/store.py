@@ -137,10 +137,11 @@ async def import_session(
         )
     record = _source_record(imported)
     session = create_session(folder, env=env)
+    # how clients show what the user did not type there, or typed as a command
+    # (pico3.UserData.meta, .typed)
     data: list[dict[str, Any] | None] = [
-        {"meta": imported.meta[index]} if index in imported.meta else None
-        for index in range(len(imported.messages))
-    ]  # what the user did not type there is shown as its label (pico3.UserData.meta)
+        imported.shown.get(index) for index in range(len(imported.messages))
+    ]
     data[0] = {
         **(data[0] or {}),
         "imported": {"tool": imported.tool, "sourceId": imported.source_id},

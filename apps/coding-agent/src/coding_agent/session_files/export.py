@@ -311,6 +311,8 @@ def export_html(
             elif user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
                 css = "user" if user else "notice"
                 body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
+                if isinstance(entry, UserEntry) and entry.data.typed:  # an imported command
+                    body = f"<p>{html.escape(entry.data.typed)}</p>"
                 parts.append(
                     f'<section class="msg {css}"><span class="meta">{_time(message)}</span>'
                     f'<div class="role">{"you" if css == "user" else "notice"}</div>{body}</section>'

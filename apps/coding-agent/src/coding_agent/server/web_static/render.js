@@ -91,7 +91,9 @@ export function renderEntry(entry, cards) {
     details.append(el("div", "text", textOf(firstMessage(entry, "user")?.content)));
     node.append(details);
   } else if (kind === "pi.user") {
-    node.append(el("div", "who", "you"), el("div", "text", textOf(firstMessage(entry, "user")?.content)));
+    // data.typed: an imported command as the user typed it (not the tags another agent wrote)
+    const typed = typeof entry.data?.typed === "string" ? entry.data.typed : null;
+    node.append(el("div", "who", "you"), el("div", "text", typed ?? textOf(firstMessage(entry, "user")?.content)));
   } else if (kind === "pi.assistant") {
     const message = firstMessage(entry, "assistant") ?? entry.data?.display;
     for (const block of message?.content ?? []) {
