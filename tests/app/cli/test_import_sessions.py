@@ -371,4 +371,4 @@ def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
     assert typed_of(session_id) == ["/review cart.py", "/model sonnet"]
     html = run(["export", session_id, "-o", "-"], project, env).stdout
     assert '<details class="msg notice"><summary class="role">(expanded /review prompt)' in html
-    assert "<div class=\"role\">you</div><p>/review cart.py</p></section>" in html
+    assert '<div class="role">you</div><p>/review cart.py</p></section>' in html
