@@ -164,3 +164,43 @@ async def test_import_in_the_tui_picks_this_folders_claude_code_session_and_swit
     ), seen["toasts"]
     assert "(expanded /review prompt)" in [title for title, _, _ in seen["blocks"]]
     assert "Fix it, please." in seen["users"]
+
+
+async def test_import_in_a_tui_that_cannot_switch_says_how_to_continue_the_import(
+    kit: Any,
+    session: Any,
+    project: Path,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TUI that starts no workers (it only attaches) cannot show the new session: the import
+    stands, and the toast names the command that continues it."""
+    from coding_agent.session_files.folders import list_sessions
+    from coding_agent.supervisor import WorkerSupervisor
+
+    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])
+    keeper = WorkerSupervisor(session, exit_with_parent=True, env=agent_env)
+    await keeper.ensure_started()
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
+        await pilot.press(*f"/import {SLASH}", "enter")
+        await kit.wait_for(
+            pilot,
+            lambda: any("Continue it with" in m for _, m in kit.toasts(app)),
+            f"the way to continue ({kit.toasts(app)})",
+        )
+        seen["toast"] = next(m for _, m in kit.toasts(app) if "Continue it with" in m)
+        seen["shown"] = app.client.session.session_id
+
+    try:
+        await kit.drive(session, None, test)
+    finally:
+        await keeper.stop()
+    (new,) = [s for s in list_sessions(project, env=agent_env) if s.id != session.id]
+    assert seen["shown"] == session.id  # the TUI stayed where it was
+    assert seen["toast"].startswith("Imported 8 messages of Claude Code session 9a8b7c6d-")
+    assert f"\nContinue it with: coding-agent --resume {new.id} (" in seen["toast"]
