@@ -84,6 +84,11 @@ def test_tool_results_are_completed_or_failed_with_text_and_diffs() -> None:
 def test_a_stored_transcript_replays_in_order() -> None:
     entries = [
         {"kind": "pi.user", "model": [{"role": "user", "content": "fix it"}]},
+        # not typed by the user (an imported slash command's prompt): the model's, not shown
+        {"kind": "pi.user", "model": [{"role": "user", "content": "<command-name>/review"}],
+         "data": {"typed": "/review"}},  # an imported command: as typed
+        {"kind": "pi.user", "model": [{"role": "user", "content": "Review it all."}],
+         "data": {"meta": "expanded /review prompt"}},
         {"kind": "pi.system", "model": [{"role": "system", "content": "ignored"}]},
         {"kind": "pi.assistant", "model": [{"role": "assistant", "content": [
             {"type": "text", "text": "Looking."},
@@ -97,6 +102,7 @@ def test_a_stored_transcript_replays_in_order() -> None:
              for u in _dump(replay(entries, CWD))]  # fmt: skip
     assert kinds == [
         ("user_message_chunk", "fix it"),
+        ("user_message_chunk", "/review"),
         ("agent_message_chunk", "Looking."),
         ("tool_call", "pending"),
         ("tool_call_update", "completed"),

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,3 +319,56 @@ def test_list_shows_both_agents_sessions_of_this_folder_and_latest_imports_the_n
         "assistant: pyright reports 0 errors.",
         "user: what next?",
     ]
+
+
+def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """Claude Code's ``isMeta`` lines (a slash command's expanded prompt, a local command's
+    caveat) and compaction summaries (Claude Code's and pi's) reach the model as they did there;
+    their entries carry ``data.meta``, the label every client shows instead (the TUI, the web
+    page and ``--json`` readers render from the view document, which holds the entry's data)."""
+    session_id = imported(
+        project, env, str(FIXTURES / "claude_slash_command.jsonl"), "--cwd", str(project)
+    )
+    seen = echoed(project, env, tmp_path, "--resume", session_id)
+    assert seen[:3] == [
+        "user: <command-message>review is running…</command-message> <command-name>/review"
+        "</command-name> <command-args>cart.py</command-args>",
+        "user: Review cart.py for bugs: list each with its line and a fix. ARGUMENTS: cart.py",
+        "assistant: cart.py: the total ignores the discount on line 12.",
+    ]
+    assert seen[3].startswith("user: <local-command-caveat>Caveat: The messages below")
+
+    def exported(session: str) -> list[dict[str, Any]]:
+        export = run(["export", session, "-o", "-", "--format", "jsonl"], project, env)
+        assert export.returncode == 0, export.stderr
+        return [json.loads(line) for line in export.stdout.splitlines()[1:]]
+
+    def typed_of(session: str) -> list[str]:
+        return [e["data"]["typed"] for e in exported(session) if "typed" in (e.get("data") or {})]
+
+    def meta_of(session: str) -> list[tuple[str, str]]:
+        entries = exported(session)
+        return [
+            (entry["data"]["meta"], str(entry["model"][0]["content"])[:30])
+            for entry in entries
+            if entry["kind"] == "pi.user" and "meta" in (entry.get("data") or {})
+        ]
+
+    assert meta_of(session_id) == [
+        ("expanded /review prompt", "[{'type': 'text', 'text': 'Rev"),
+        ("local command caveat", "<local-command-caveat>Caveat: "),
+        ("output of /model", "<local-command-stdout>Set mode"),
+    ]
+    compacted = imported(
+        project, env, str(FIXTURES / "claude_compacted.jsonl"), "--cwd", str(project)
+    )
+    assert meta_of(compacted) == [("compaction summary", "This session is being continue")]
+    pi = imported(project, env, str(FIXTURES / "pi_compacted.jsonl"), "--cwd", str(project))
+    assert meta_of(pi) == [("compaction summary", "The conversation before this p")]
+    # a typed slash command's own line (Claude Code's tags) is shown as typed
+    assert typed_of(session_id) == ["/review cart.py", "/model sonnet"]
+    html = run(["export", session_id, "-o", "-"], project, env).stdout
+    assert '<details class="msg notice"><summary class="role">(expanded /review prompt)' in html
+    assert '<div class="role">you</div><p>/review cart.py</p></section>' in html

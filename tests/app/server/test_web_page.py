@@ -118,11 +118,17 @@ def _script(tmp_path: Path, steps: list[dict[str, Any]]) -> Path:
 
 
 async def _web(
-    env: dict[str, str], project: Path, script: Path, group: anyio.abc.TaskGroup
+    env: dict[str, str],
+    project: Path,
+    script: Path,
+    group: anyio.abc.TaskGroup,
+    session: str | None = None,
 ) -> tuple[anyio.abc.Process, str, list[str]]:
-    """``coding-agent web`` in ``project``: the process, the URL it printed, its stderr lines."""
+    """``coding-agent web [SESSION]`` in ``project``: the process, the URL it printed, its
+    stderr lines."""
+    chosen = [session] if session is not None else []
     process = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli.main", "web", "--faux-script", str(script)],
+        [sys.executable, "-m", "coding_agent.cli.main", "web", *chosen, "--faux-script", str(script)],
         cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -444,3 +450,40 @@ async def test_an_approval_answered_from_the_page_closes_in_a_tui_watching_the_s
             await _stop(process)
         group.cancel_scope.cancel()
     assert (project / "from-the-page.txt").exists()
+
+
+async def test_an_imported_slash_commands_expanded_prompt_is_a_collapsed_line_on_the_page(
+    browser: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    """What Claude Code hid (an ``isMeta`` line: the expanded prompt of ``/review``) is not
+    shown as the user's message: one dim, collapsed line names it (``data.meta``)."""
+    from coding_agent.importing.store import import_session, read_session_file
+
+    source = (
+        Path(__file__).parents[1] / "fixtures" / "session_imports" / "claude_slash_command.jsonl"
+    )
+    session = await import_session(read_session_file(source), cwd=project, env=agent_env)
+    async with anyio.create_task_group() as group:
+        process, url, _log = await _web(
+            agent_env, project, _script(tmp_path, ANSWERS), group, session.id
+        )
+        try:
+            page = await _open(browser, url)
+            await page.wait_for_selector("text=Fixed: the discount is applied", timeout=WAIT_MS)
+            line = page.locator(".kind-pi-user.meta details:not([open]) > summary")
+            assert await line.all_inner_texts() == [
+                "(expanded /review prompt)",
+                "(local command caveat)",
+                "(output of /model)",
+            ]
+            assert not await page.is_visible("text=Review cart.py for bugs")  # collapsed
+            typed = page.locator(".kind-pi-user:not(.meta) .text")
+            assert await typed.all_inner_texts() == [
+                "/review cart.py",  # as typed, not the tags Claude Code wrote for it
+                "/model sonnet",
+                "Fix it, please.",
+            ]
+            assert not any("Review cart.py" in t for t in await typed.all_inner_texts())
+        finally:
+            await _stop(process)
+        group.cancel_scope.cancel()

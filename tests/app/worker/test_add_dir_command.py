@@ -26,7 +26,7 @@ from chord.textual import Arguments, CommandError
 from coding_agent.contracts import WorkingDirsService
 from coding_agent.session_files.folders import Session, load_session
 from coding_agent.settings.permissions import PermissionFiles
-from coding_agent.tui.commands.working_dirs import add_dir
+from coding_agent.tui.commands.working_dirs import WorkingDirsTarget, add_dir
 from coding_agent.worker.working_dirs import (
     WorkingDirectories,
     session_keeper,
@@ -70,7 +70,7 @@ async def test_an_added_folder_survives_a_killed_worker(
         worker_process(session, env, "--faux-script", str(script)) as worker,
         connected(Client(), worker.socket, service_facet(found)),
     ):
-        outcome = str(await add_dir(found[0], typed("~/notes"), BACKGROUND))
+        outcome = str(await add_dir(WorkingDirsTarget(found[0]), typed("~/notes"), BACKGROUND))
         assert f"Added {notes} as a working directory, kept with this session" in outcome
         assert load_session(session.path).settings.add_dirs == (str(notes),)  # on disk already
         await worker.kill()  # SIGKILL: only what was written survives
@@ -86,9 +86,9 @@ async def test_an_added_folder_survives_a_killed_worker(
         assert client.approvals == []  # the read outside the project did not ask
         results = [text_of(entry) for entry in client.entries("pi.tool_result")]
         assert "buy milk" in results[-1]
-        listed = str(await add_dir(found[0], typed(""), BACKGROUND))
+        listed = str(await add_dir(WorkingDirsTarget(found[0]), typed(""), BACKGROUND))
         assert f"{notes}  from this session" in listed
-        again = str(await add_dir(found[0], typed(str(notes)), BACKGROUND))
+        again = str(await add_dir(WorkingDirsTarget(found[0]), typed(str(notes)), BACKGROUND))
         assert "already a working directory (from this session): nothing written" in again
     assert load_session(session.path).settings.add_dirs == (str(notes),)
 
@@ -134,7 +134,9 @@ async def test_remember_appends_to_your_config_toml_keeping_its_comments(
     async with loopback(dirs, project, env, session_keeper(session, None)) as service:
         seen = working_directories(str(project), {"working_directories": dirs})
         assert read_outside("read", target, seen, env["HOME"]) is not None  # asks, before
-        outcome = str(await add_dir(service, typed(f"--remember {docs}"), BACKGROUND))
+        outcome = str(
+            await add_dir(WorkingDirsTarget(service), typed(f"--remember {docs}"), BACKGROUND)
+        )
         assert f"Added {docs} as a working directory of every session" in outcome
         assert str(config) in outcome
         text = config.read_text()
@@ -144,12 +146,14 @@ async def test_remember_appends_to_your_config_toml_keeping_its_comments(
         assert read_outside("read", target, seen, env["HOME"]) is None  # free, at once
         # already there: says so, writes nothing
         before = config.stat().st_mtime_ns, text
-        again = str(await add_dir(service, typed(f"--remember {docs}"), BACKGROUND))
+        again = str(
+            await add_dir(WorkingDirsTarget(service), typed(f"--remember {docs}"), BACKGROUND)
+        )
         assert f"{docs} is already a working directory of every session" in again
         assert "nothing written" in again
         assert (config.stat().st_mtime_ns, config.read_text()) == before
         # the plain form says it counts already, and stores nothing with the session
-        plain = str(await add_dir(service, typed(str(docs)), BACKGROUND))
+        plain = str(await add_dir(WorkingDirsTarget(service), typed(str(docs)), BACKGROUND))
         assert f"already a working directory (from {config})" in plain
     assert load_session(session.path).settings.add_dirs == ()
     assert not (project / ".coding-agent").exists()  # never a project file
@@ -170,7 +174,7 @@ async def test_add_dir_alone_lists_the_folders_and_where_each_comes_from(
     claude_settings.write_text(f'{{"permissions": {{"additionalDirectories": ["{claude}"]}}}}')
     dirs = WorkingDirectories([str(mine)], [], PermissionFiles(project, env))
     async with loopback(dirs, project, env, session_keeper(session, None)) as service:
-        listed = str(await add_dir(service, typed(""), BACKGROUND)).splitlines()
+        listed = str(await add_dir(WorkingDirsTarget(service), typed(""), BACKGROUND)).splitlines()
     assert listed[0].startswith("Working directories")
     assert [line.split()[0] for line in listed[1:]] == [
         str(project),
@@ -205,12 +209,12 @@ async def test_each_bad_input_is_one_line_and_writes_nothing(
     async with loopback(dirs, project, env, session_keeper(session, None)) as service:
         for text, error in bad.items():
             with pytest.raises(CommandError, match=rf"^/add-dir: {error}") as raised:
-                await add_dir(service, typed(text), BACKGROUND)
+                await add_dir(WorkingDirsTarget(service), typed(text), BACKGROUND)
             assert "\n" not in str(raised.value)
         assert session.metadata_path.read_bytes() == before  # nothing written
         assert dirs.session_folders() == []
         # a relative path is resolved against the project, and the line says what it became
-        outcome = str(await add_dir(service, typed("../sibling"), BACKGROUND))
+        outcome = str(await add_dir(WorkingDirsTarget(service), typed("../sibling"), BACKGROUND))
         assert f"Added {sibling} (../sibling from the project {project})" in outcome
     assert dirs.session_folders() == [str(sibling)]
     assert load_session(session.path).settings.add_dirs == (str(sibling),)
@@ -228,5 +232,5 @@ async def test_remember_leaves_a_broken_config_toml_as_it_is(
     dirs = WorkingDirectories([], [], PermissionFiles(session.cwd, env))
     async with loopback(dirs, session.cwd, env, session_keeper(session, None)) as service:
         with pytest.raises(CommandError, match=rf"cannot remember {docs}: {config}: not valid"):
-            await add_dir(service, typed(f"--remember {docs}"), BACKGROUND)
+            await add_dir(WorkingDirsTarget(service), typed(f"--remember {docs}"), BACKGROUND)
     assert config.read_text() == "[permissions\nallow = [\n"

@@ -255,11 +255,19 @@ def _user_updates(message: Mapping[str, Any]) -> list[Update]:
 
 def replay(entries: Iterable[Mapping[str, Any]], cwd: Path) -> list[Update]:
     """The updates that tell an editor a stored transcript (``session/load``), in order: the
-    user's prompts, the answers with their thinking, each tool call and its outcome."""
+    user's prompts (not what they did not type: ``data.meta``, an import's expanded slash
+    command prompt; an imported command as typed: ``data.typed``), the answers with their thinking, each tool call and its outcome."""
     updates: list[Update] = []
     calls: dict[str, Mapping[str, Any]] = {}
     for entry in entries:
         kind = entry.get("kind")
+        data = entry.get("data")
+        if kind == "pi.user" and isinstance(data, dict) and data.get("meta"):  # pyright: ignore[reportUnknownMemberType]
+            continue  # the user did not type it (an import's expanded prompt): not shown
+        if kind == "pi.user" and isinstance(data, dict) and isinstance(data.get("typed"), str):  # pyright: ignore[reportUnknownMemberType]
+            typed = {"role": "user", "content": data["typed"]}  # an imported command, as typed
+            updates.extend(_user_updates(typed))
+            continue
         for message in entry.get("model") or ():
             if not isinstance(message, dict):
                 continue

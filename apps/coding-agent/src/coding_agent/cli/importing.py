@@ -57,6 +57,7 @@ def run_import_command(
     from coding_agent.importing.common import ImportProblem
     from coding_agent.importing.store import (
         import_file,
+        import_report,
         importable_sessions,
         previous_imports,
         read_session_file,
@@ -77,12 +78,7 @@ def run_import_command(
                 out.write(f"No pi or Claude Code sessions of {cwd}\n")
                 return 0
             for item in found:
-                when = item.modified.astimezone().strftime("%Y-%m-%d %H:%M")
-                prompt = item.first_prompt[:70] or "(no prompt)"
-                out.write(
-                    f"{item.tool:<11}  {when}  {item.messages:>4} messages  {prompt}\n"
-                    f"             {item.path}\n"
-                )
+                out.write(item.listing() + "\n")
             return 0
         if args.latest:
             found = importable_sessions(cwd)
@@ -103,24 +99,7 @@ def run_import_command(
     except ImportProblem as problem:
         print(f"coding-agent: error: {problem}", file=sys.stderr)
         return 2
-    name = "pi" if imported.tool == "pi" else "Claude Code"
-    count = sum(1 for m in imported.messages if m.get("role") in ("user", "assistant"))
-    out.write(
-        f"Imported {count} messages of {name} session {imported.source_id} into session "
-        f"{session.id} ({session.cwd})\n"
-    )
-    if imported.skipped_lines:
-        why = " (the last one was cut off)" if imported.truncated_tail else ""
-        out.write(f"  skipped {imported.skipped_lines} line(s) that are not whole JSON{why}\n")
-    for note in imported.notes:
-        out.write(f"  {note}\n")
-    if imported.model:
-        out.write(
-            f"  it ran on {imported.model} there; here it continues on the model you start it "
-            "with (--model provider/id)\n"
-        )
-    if earlier:
-        ids = ", ".join(s.id for s in earlier)
-        out.write(f"  this file was imported before, unchanged, as {ids}\n")
+    for line in import_report(imported, session, earlier):
+        out.write(line + "\n")
     out.write(f"Continue it with: {resume} --resume {session.id}\n")
     return 0

@@ -5,5 +5,6 @@ One module per agent reads its session files (:mod:`~coding_agent.importing.pi_s
 :mod:`~coding_agent.importing.common` holds what they share (tool calls of ours and of tools we
 do not have, thinking that is never sent back), and :mod:`~coding_agent.importing.store` makes
 the new session and lists what can be imported. The command itself is
-:mod:`coding_agent.cli.importing`.
+:mod:`coding_agent.cli.importing`; the TUI's ``/import`` is in
+:mod:`coding_agent.tui.commands.sessions`.
 """

@@ -19,8 +19,14 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   user's: skipped. ``isMeta: true`` user lines are what Claude Code put in the model's context
   without showing it (a slash command's or skill's expanded prompt after its
   ``<command-name>`` line, a ``<local-command-caveat>``, a Stop hook's feedback, a loop's
-  ``continue``): kept as user messages, since the answers after them reply to them; only the
-  first prompt ``import --list`` shows passes over them.
+  ``continue``): kept as user messages, since the answers after them reply to them, and
+  labelled as Claude Code shows them (hidden there; here one dim, collapsed line:
+  ``expanded /review prompt`` after the ``<command-name>/review</command-name>`` line the
+  command wrote, ``local command caveat``, ``compaction summary``, else ``context Claude Code
+  added``); the first prompt ``import --list`` shows passes over them too. A typed slash
+  command's own line (``<command-name>``, ``<command-args>`` tags) is shown as typed
+  (``/review cart.py``), and a local command's ``<local-command-stdout>`` line (not
+  ``isMeta``) as the collapsed ``output of /model``, as Claude Code shows them.
 * ``system`` lines are events. One with ``subtype: "compact_boundary"`` starts the
   conversation again after a compaction: its ``parentUuid`` is ``null`` (``logicalParentUuid``
   names the last line before), and the user line after it (``isCompactSummary: true``) holds
@@ -44,6 +50,7 @@ written by another major version is refused, naming it.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -57,6 +64,7 @@ from coding_agent.importing.common import (
     finish_messages,
     first_line,
     late_user_text,
+    mark_shown,
     millis,
     text_of,
     unknown_call_text,
@@ -117,9 +125,14 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
         )
     messages: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool_use id → Claude Code's tool name
+    command = ""  # the slash command of the last user line typed, as its expansion names it
     for record in chain:
         if record.get("type") == "user":
-            messages.extend(_user(record, names))
+            label = _meta_label(record, command)
+            typed = None
+            if label is None:  # typed by the user: a command, whose expansion may follow
+                command, typed = _typed_command(record)
+            messages.extend(_user(record, names, label, typed))
         elif record.get("type") == "assistant" and not record.get("isApiErrorMessage"):
             message = _assistant(record, names)
             if message is None:
@@ -158,10 +171,52 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
         and not r.get("isMeta")
         and not r.get("isCompactSummary")
     )
-    session.messages, orphans = finish_messages(messages)
+    session.messages, session.shown, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
     return session
+
+
+_COMMAND_NAME = re.compile(r"<command-name>\s*(/?[^<\s]+)\s*</command-name>")
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+
+
+def _text(record: dict[str, Any]) -> str:
+    message = record.get("message")
+    return text_of(message.get("content")) if isinstance(message, dict) else ""  # pyright: ignore[reportUnknownMemberType]
+
+
+def _typed_command(record: dict[str, Any]) -> tuple[str, str | None]:
+    """For a user line Claude Code wrote for a typed slash command (its ``<command-name>``
+    tag): the command (``/review``) and what was typed (``/review cart.py``); else ``("",
+    None)``."""
+    text = _text(record)
+    found = _COMMAND_NAME.search(text)
+    if found is None:
+        return "", None
+    name = found.group(1) if found.group(1).startswith("/") else "/" + found.group(1)
+    given = _COMMAND_ARGS.search(text)
+    arguments = given.group(1).strip() if given is not None else ""
+    return name, f"{name} {arguments}" if arguments else name
+
+
+def _meta_label(record: dict[str, Any], command: str) -> str | None:
+    """The label of a user line the user did not type (``None`` for one they did): the
+    compaction summary, a local command's caveat or output, the expanded prompt of the slash
+    command typed just before, or other context Claude Code added (a hook's feedback, a
+    skill)."""
+    if record.get("isCompactSummary"):
+        return "compaction summary"
+    text = _text(record).lstrip()
+    if text.startswith(("<local-command-stdout>", "<local-command-stderr>")):
+        return f"output of {command}" if command else "local command output"
+    if not record.get("isMeta"):
+        return None
+    if text.startswith("<local-command-caveat>"):
+        return "local command caveat"
+    if command:
+        return f"expanded {command} prompt"
+    return "context Claude Code added"
 
 
 def _check_version(path: Path, version: Any) -> None:
@@ -298,14 +353,22 @@ def _assistant(record: dict[str, Any], names: dict[str, str]) -> dict[str, Any] 
     return out
 
 
-def _user(record: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]:
+def _user(
+    record: dict[str, Any], names: dict[str, str], label: str | None, typed: str | None
+) -> list[dict[str, Any]]:
+    """The messages of a user line: its tool results, then what it says (marked with ``label``
+    when the user did not type it, :func:`_meta_label`; with ``typed``, the command they
+    typed, :func:`_typed_command`)."""
     message = record.get("message")
     if not isinstance(message, dict):
         return []
     stamp = millis(record.get("timestamp"))
     content = message.get("content")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
     if isinstance(content, str):
-        return [{"role": "user", "content": content, "timestamp": stamp}] if content else []
+        if not content:
+            return []
+        text = {"role": "user", "content": content, "timestamp": stamp}
+        return [mark_shown(text, meta=label, typed=typed)]
     out: list[dict[str, Any]] = []
     said: list[dict[str, Any]] = []
     for block in content if isinstance(content, list) else []:  # pyright: ignore[reportUnknownVariableType]
@@ -333,7 +396,8 @@ def _user(record: dict[str, Any], names: dict[str, str]) -> list[dict[str, Any]]
         else:
             said.extend(_content([block]))
     if said:
-        out.append({"role": "user", "content": said, "timestamp": stamp})
+        said_message = {"role": "user", "content": said, "timestamp": stamp}
+        out.append(mark_shown(said_message, meta=label, typed=typed))
     return out
 
 

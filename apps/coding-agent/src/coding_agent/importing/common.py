@@ -15,7 +15,15 @@ What the model read in the other agent is what it reads here:
 * thinking is kept, but every imported assistant message has the ``api``
   ``import:<tool>``: no provider adapter treats its signatures as its own, so signed thinking
   is never sent back as thinking (an adapter sends it as text, or leaves it out) and redacted
-  thinking is never sent at all.
+  thinking is never sent at all;
+* a user message the user did not type there (Claude Code's ``isMeta`` lines: a slash
+  command's expanded prompt, a local command's caveat; a local command's output; a compaction
+  summary of either agent) is kept as it is, since the answers after it reply to it, and
+  labelled: its entry's ``data.meta`` (:class:`pico3.UserData`) tells the TUI, the web page and
+  ``--json`` readers to show the label in its place, dim and collapsed, as the other agent did;
+  and a slash command the user typed, which Claude Code writes as ``<command-name>`` tags, has
+  ``data.typed``, the command as typed (``/review cart.py``), shown instead of the tags
+  (:attr:`ImportedSession.shown`).
 
 The source file is only ever read.
 """
@@ -38,6 +46,7 @@ __all__ = [
     "finish_messages",
     "first_line",
     "late_user_text",
+    "mark_shown",
     "millis",
     "read_lines",
     "text_of",
@@ -89,6 +98,10 @@ class ImportedSession:
     first_prompt: str = ""
     """The first line the user typed in the session (before any compaction, on any branch),
     what ``import --list`` shows."""
+    shown: dict[int, dict[str, str]] = field(default_factory=dict[int, dict[str, str]])
+    """How clients show some user messages, by index in :attr:`messages`: the entry ``data``
+    ``{"meta": label}`` for one the user did not type (``expanded /review prompt``,
+    ``compaction summary``), ``{"typed": text}`` for a command they typed (``/review cart.py``)."""
 
     @property
     def model(self) -> str:
@@ -210,8 +223,27 @@ def late_user_text(text: str, timestamp: int) -> dict[str, Any]:
     return {"role": "user", "content": text, "timestamp": timestamp, _LATE: True}
 
 
-def finish_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The messages in an order every provider takes, and how many results had no call.
+_SHOWN = "_shown"
+"""Marks a user message that clients show otherwise (see :func:`mark_shown`)."""
+
+
+def mark_shown(
+    message: dict[str, Any], *, meta: str | None = None, typed: str | None = None
+) -> dict[str, Any]:
+    """``message`` (a user message) marked as one the user did not type, shown as the label
+    ``meta``, or as the command ``typed`` they typed; :func:`finish_messages` moves the mark into
+    :attr:`ImportedSession.shown`."""
+    data = {key: value for key, value in (("meta", meta), ("typed", typed)) if value}
+    if data:
+        message[_SHOWN] = data
+    return message
+
+
+def finish_messages(
+    messages: Iterable[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[int, dict[str, str]], int]:
+    """The messages in an order every provider takes, how clients show those marked
+    (:func:`mark_shown`, by index), and how many results had no call.
 
     After an assistant message come the results of its calls (a call without one gets an
     error result saying it was not in the imported session), then one user message with the
@@ -281,4 +313,9 @@ def finish_messages(messages: Iterable[Mapping[str, Any]]) -> tuple[list[dict[st
             out.append(
                 {"role": "user", "content": "\n\n".join(late), "timestamp": message["timestamp"]}
             )
-    return out, orphans
+    shown: dict[int, dict[str, str]] = {}
+    for index, message in enumerate(out):
+        data = message.pop(_SHOWN, None)
+        if data:
+            shown[index] = data
+    return out, shown, orphans

@@ -22,7 +22,8 @@ pi keeps a session as ``~/.pi/agent/sessions/--<cwd, / as ->--/<time>_<id>.jsonl
 * ``compaction`` entries (``summary``, ``firstKeptEntryId``): on the path, the model read the
   summary, then the entries from ``firstKeptEntryId`` to the compaction, then those after it;
   the import keeps the same. ``branch_summary`` (``summary``) and ``custom_message``
-  (``content``) entries are read as user messages, as pi sends them.
+  (``content``) entries are read as user messages, as pi sends them (a summary labelled
+  ``compaction summary`` or ``branch summary``: shown collapsed, as pi does).
 * ``model_change``, ``thinking_level_change``, ``label`` and ``custom`` entries are not part
   of the conversation and are not imported; the last ``session_info`` entry's ``name``
   (``/name``) names the new session.
@@ -46,6 +47,7 @@ from coding_agent.importing.common import (
     finish_messages,
     first_line,
     late_user_text,
+    mark_shown,
     millis,
     text_of,
     unknown_call_text,
@@ -125,7 +127,7 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
         and isinstance(e.get("message"), dict)
         and e["message"].get("role") == "user"
     )
-    session.messages, orphans = finish_messages(messages)
+    session.messages, session.shown, orphans = finish_messages(messages)
     if orphans:
         session.notes.append(f"{orphans} tool result(s) without their call are kept as text")
     return session
@@ -154,11 +156,12 @@ def _summary(summary: str, entry: dict[str, Any], what: str) -> dict[str, Any]:
         if what == "compaction"
         else "A summary of a branch this conversation came back from"
     )
-    return {
+    message = {
         "role": "user",
         "content": f"{heading}:\n\n<summary>\n{summary}\n</summary>",
         "timestamp": millis(entry.get("timestamp")),
     }
+    return mark_shown(message, meta=f"{what} summary")  # pi shows it collapsed too
 
 
 def _messages(entry: dict[str, Any], session: ImportedSession) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,6 +46,7 @@ __all__ = [
     "IMPORT_RECORD",
     "Importable",
     "import_file",
+    "import_report",
     "import_session",
     "importable_sessions",
     "previous_imports",
@@ -136,8 +137,15 @@ async def import_session(
         )
     record = _source_record(imported)
     session = create_session(folder, env=env)
-    data: list[dict[str, Any] | None] = [None] * len(imported.messages)
-    data[0] = {"imported": {"tool": imported.tool, "sourceId": imported.source_id}}
+    # how clients show what the user did not type there, or typed as a command
+    # (pico3.UserData.meta, .typed)
+    data: list[dict[str, Any] | None] = [
+        imported.shown.get(index) for index in range(len(imported.messages))
+    ]
+    data[0] = {
+        **(data[0] or {}),
+        "imported": {"tool": imported.tool, "sourceId": imported.source_id},
+    }
     try:
         await _write(session.storage_dir, imported.messages, data)
         encoded = json.dumps(record, ensure_ascii=False).encode() + b"\n"
@@ -178,6 +186,16 @@ class Importable:
     first_prompt: str
     messages: int
 
+    def listing(self) -> str:
+        """Its two lines in ``import --list`` and the TUI's ``/import`` picker: the tool, when
+        it last wrote (local time), the number of messages and the first prompt; the file."""
+        when = self.modified.astimezone().strftime("%Y-%m-%d %H:%M")
+        prompt = self.first_prompt[:70] or "(no prompt)"
+        return (
+            f"{self.tool:<11}  {when}  {self.messages:>4} messages  {prompt}\n"
+            f"             {self.path}"
+        )
+
 
 def _pi_folder(cwd: Path, env: Mapping[str, str] | None) -> Path:
     name = "--" + re.sub(r"[/\\:]", "-", str(cwd).lstrip("/\\")) + "--"
@@ -209,3 +227,30 @@ def importable_sessions(cwd: Path, env: Mapping[str, str] | None = None) -> list
             found.append(Importable(session.tool, path, modified, session.first_prompt, count))
     found.sort(key=lambda item: item.modified, reverse=True)
     return found
+
+
+def import_report(
+    imported: ImportedSession, session: Session, earlier: Sequence[Session] = ()
+) -> list[str]:
+    """What an import says it did: the messages imported into which session, then (indented)
+    what was left out, the model it ran on there, and the sessions holding an earlier import of
+    the same file (``earlier``: :func:`previous_imports`, asked before importing)."""
+    name = "pi" if imported.tool == "pi" else "Claude Code"
+    count = sum(1 for m in imported.messages if m.get("role") in ("user", "assistant"))
+    lines = [
+        f"Imported {count} messages of {name} session {imported.source_id} into session "
+        f"{session.id} ({session.cwd})"
+    ]
+    if imported.skipped_lines:
+        why = " (the last one was cut off)" if imported.truncated_tail else ""
+        lines.append(f"  skipped {imported.skipped_lines} line(s) that are not whole JSON{why}")
+    lines += [f"  {note}" for note in imported.notes]
+    if imported.model:
+        lines.append(
+            f"  it ran on {imported.model} there; here it continues on the model you start it "
+            "with (--model provider/id)"
+        )
+    if earlier:
+        ids = ", ".join(s.id for s in earlier)
+        lines.append(f"  this file was imported before, unchanged, as {ids}")
+    return lines

@@ -300,9 +300,19 @@ def export_html(
     for entry in entries:
         for message in entry.messages:
             user = isinstance(entry, UserEntry)
-            if user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
+            meta = entry.data.meta if isinstance(entry, UserEntry) else None
+            if meta:  # not typed by the user (an import's): one collapsed line
+                body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
+                label = html.escape(f"({meta})")
+                parts.append(
+                    f'<details class="msg notice"><summary class="role">{label}</summary>'
+                    f"{body}</details>"
+                )
+            elif user or (isinstance(entry, NoticeEntry) and isinstance(message, UserMessage)):
                 css = "user" if user else "notice"
                 body = "".join(_user_text(t, markdown) for _, t in _texts(message.content))
+                if isinstance(entry, UserEntry) and entry.data.typed:  # an imported command
+                    body = f"<p>{html.escape(entry.data.typed)}</p>"
                 parts.append(
                     f'<section class="msg {css}"><span class="meta">{_time(message)}</span>'
                     f'<div class="role">{"you" if css == "user" else "notice"}</div>{body}</section>'

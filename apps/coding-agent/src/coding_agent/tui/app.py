@@ -240,8 +240,9 @@ class CodingAgentApp(App[None]):
         """The ``--faux-script`` the session's faux model plays (the welcome then promises
         that script, not the built-in tour)."""
         self.add_dirs: tuple[str, ...] = ()
-        """The session's ``--add-dir`` folders: the welcome names them beside the project
-        folder, so the folders the file tools read unasked are on the first screen."""
+        """The session's ``--add-dir`` and ``/add-dir`` folders: the welcome names them beside
+        the project folder, so the folders the file tools read unasked are on the first screen
+        (:meth:`show_add_dirs` changes them)."""
         self.render_passes = 0
         """Render passes run so far (a pass renders the newest value; tests bound it)."""
         self.render_errors: list[Exception] = []
@@ -523,6 +524,13 @@ class CodingAgentApp(App[None]):
                 style="",
             )
         return line
+
+    def show_add_dirs(self, folders: tuple[str, ...]) -> None:
+        """The session's working folders are ``folders`` from now on (``/add-dir`` added one,
+        ``/resume`` moved to another session): the welcome line names them at once."""
+        self.add_dirs = folders
+        if self._welcome.display:
+            self._paint_welcome()
 
     def _paint_welcome(self) -> None:
         text = self.welcome_text()

@@ -285,7 +285,7 @@ async def run_client(
                     commands_facet(client, models=models, show_text=app.show_text),
                     session_commands_facet(control, cwd=session.cwd, branch=switch_branch),
                     tree_commands_facet(tree_host, cwd=session.cwd),
-                    working_dirs_commands_facet(),
+                    working_dirs_commands_facet(lambda: run.session, app.show_add_dirs),
                 ]
                 rescans: list[Callable[[], None]] = []  # what /trust scans again
                 facets.append(trust_facet(session.cwd, rescans=rescans))  # /trust, what waits
@@ -476,9 +476,9 @@ class _SessionControl:
             self._session, self._supervisor = session, keeper
             self._run.session = session
             self._run.switches += 1
-            self._run.client.switch_session(
-                SessionInfo(session.id, str(session.cwd), session.model)
-            )
+            info = SessionInfo(session.id, str(session.cwd), session.model)
+            self._run.client.switch_session(info)
+            self._run.app.show_add_dirs(session.settings.present_add_dirs())
             self._run.app.footer.repaint()
             self._watching = anyio.CancelScope()
             self.start()  # from now on a new worker that dies is restarted

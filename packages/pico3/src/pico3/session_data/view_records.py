@@ -116,10 +116,18 @@ class _ModelEntry(ViewEntry, frozen=True):
 
 class UserData(_Record, frozen=True):
     """``data`` of a ``pi.user`` entry: ``continuation`` when a hook continued the turn;
-    ``model`` (``provider/modelId``) when the input asked for its own model (``Input.model``)."""
+    ``model`` (``provider/modelId``) when the input asked for its own model (``Input.model``);
+    ``meta`` for a message the model reads but the user did not type (another agent's expanded
+    slash-command prompt or compaction summary, imported): a short label
+    (``expanded /review prompt``) a client shows in its place, dim and collapsed, as that
+    agent did; ``typed`` for a message that holds another agent's rendering of what the user
+    typed (Claude Code's ``<command-name>`` tags for ``/review cart.py``): that text, which a
+    client shows instead. The model receives the message unchanged either way."""
 
     continuation: Any = None
     model: str | None = None
+    meta: str | None = None
+    typed: str | None = None
 
 
 class UserEntry(_ModelEntry, frozen=True):

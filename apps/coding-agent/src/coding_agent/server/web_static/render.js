@@ -82,8 +82,18 @@ export function renderEntry(entry, cards) {
   const kind = typeof entry.kind === "string" ? entry.kind : "";
   const node = el("div", `entry kind-${kind.replace(/[^a-z0-9_-]/gi, "-")}`);
   node.dataset.id = entry.id;
-  if (kind === "pi.user") {
-    node.append(el("div", "who", "you"), el("div", "text", textOf(firstMessage(entry, "user")?.content)));
+  if (kind === "pi.user" && typeof entry.data?.meta === "string") {
+    // the model read it, the user did not type it (an imported slash command's prompt, a
+    // compaction summary): one dim, collapsed line naming it
+    node.classList.add("meta");
+    const details = el("details", "meta-message");
+    details.append(el("summary", "notice", `(${entry.data.meta})`));
+    details.append(el("div", "text", textOf(firstMessage(entry, "user")?.content)));
+    node.append(details);
+  } else if (kind === "pi.user") {
+    // data.typed: an imported command as the user typed it (not the tags another agent wrote)
+    const typed = typeof entry.data?.typed === "string" ? entry.data.typed : null;
+    node.append(el("div", "who", "you"), el("div", "text", typed ?? textOf(firstMessage(entry, "user")?.content)));
   } else if (kind === "pi.assistant") {
     const message = firstMessage(entry, "assistant") ?? entry.data?.display;
     for (const block of message?.content ?? []) {

@@ -1,4 +1,5 @@
-"""The TUI's session commands: ``/sessions``, ``/resume [ID]`` and ``/reload``.
+"""The TUI's session commands: ``/sessions``, ``/resume [ID]``, ``/import``, ``/name`` and
+``/reload``.
 
 A presentation facet, like :mod:`coding_agent.tui.commands.core`, whose commands act on the TUI
 process itself rather than on one conversation. The work is done by a :class:`SessionControl`
@@ -15,6 +16,11 @@ report in toasts:
   one), moves the wire to it and lets the old session's worker go exactly as quitting would.
   ``/resume branch N`` (or ``/resume #N``) switches to branch ``N`` of this session instead,
   as ``/branch N`` does (the branch numbers ``/tree`` shows);
+* ``/import [PATH]`` — a picker of this folder's Claude Code and pi sessions (the listing of
+  ``coding-agent import --list``; or the session file ``PATH``): the chosen one is imported
+  into a new session of this folder (:mod:`coding_agent.importing`) and the TUI switches to it,
+  as ``/resume`` does; where it cannot switch (a session on a server) it says how to continue
+  the import (``coding-agent --resume ID``);
 * ``/name TEXT`` — name the session (``<session>/name``; shown in the pickers and
   ``coding-agent sessions``); ``/name`` alone removes the name;
 * ``/reload`` — re-scan the feature packages and reload every one of them in both processes:
@@ -30,6 +36,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol, cast
+
+import anyio
 
 from chord import Context, Facet, FacetEnvironment, define_facet
 from chord.textual import (
@@ -58,6 +66,7 @@ __all__ = [
     "SESSION_COMMANDS_FACET_ID",
     "SessionControl",
     "SessionsTarget",
+    "import_",
     "name",
     "reload",
     "resume",
@@ -256,6 +265,69 @@ async def resume(target: SessionsTarget, args: Arguments, ctx: Context) -> Comma
     return await _switch(target, found)
 
 
+async def import_(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
+    """``/import [PATH]``: import a Claude Code or pi session (a picker of this folder's without
+    a path) into a new session of this folder, and switch to it."""
+    # lazy: start-up time (the importers load only for an import)
+    from coding_agent.importing.common import ImportedSession, ImportProblem
+    from coding_agent.importing.store import (
+        import_report,
+        import_session,
+        importable_sessions,
+        previous_imports,
+        read_session_file,
+    )
+
+    cwd = Path(target.cwd)
+    path = Path(args.text) if args.text else None
+    if path is None:  # every file is read to list it: off the event loop
+        found = await anyio.to_thread.run_sync(lambda: importable_sessions(cwd, env=target.environ))
+        if not found:
+            target.tui.notify(
+                f"No Claude Code or pi sessions of {cwd} (/import PATH takes a session file "
+                "from anywhere)"
+            )
+            return None
+        rows = {str(item.path): item for item in found}
+        infos = [
+            {"id": key, "name": item.tool, "firstPrompt": item.first_prompt}
+            for key, item in rows.items()
+        ]
+        modal = await target.tui.acquire_modal(ctx)  # one dialog at a time
+        try:
+            screen = SessionPickerScreen(
+                "Import a Claude Code or pi session of this folder",
+                infos,
+                row=lambda info: rows[info["id"]].listing(),
+                verb="import",
+            )
+            picked = await target.control.show_screen(screen)
+        finally:
+            modal.close()
+        if not isinstance(picked, str) or picked not in rows:
+            return None
+        path = rows[picked].path
+    given = path
+
+    def read() -> tuple[ImportedSession, list[Session]]:  # files read: off the event loop
+        source = given.expanduser()
+        imported = read_session_file(source if source.is_absolute() else cwd / source)
+        return imported, previous_imports(imported.source, env=target.environ)
+
+    try:
+        imported, earlier = await anyio.to_thread.run_sync(read)
+        session = await import_session(imported, cwd=cwd, env=target.environ)
+    except ImportProblem as problem:
+        raise CommandError(f"/import: {problem}") from None
+    report = import_report(imported, session, earlier)
+    try:
+        await target.control.switch_to(session)
+    except RuntimeError as error:  # a TUI attached to a server switches to no other session
+        report.append(f"Continue it with: coding-agent --resume {session.id} ({error})")
+        return Notice("\n".join(report), "warning")
+    return "\n".join(report)
+
+
 async def reload(target: SessionsTarget, args: Arguments, ctx: Context) -> CommandOutcome:
     """``/reload``: reload the feature packages in the worker, then in this process."""
     target.tui.notify("Reloading facet packages…")
@@ -294,6 +366,12 @@ SESSION_COMMANDS: tuple[Command[SessionsTarget], ...] = (
         "Switch to a session or a branch: /resume [ID or prefix] · "
         "/resume branch N (or #N; see /tree)",
         resume,
+        args=None,
+    ),
+    Command(
+        "import",
+        "Import a Claude Code or pi session of this folder and switch to it: /import [PATH]",
+        import_,
         args=None,
     ),
     Command("reload", "Reload the feature packages in the worker and the TUI", reload),

@@ -311,9 +311,18 @@ def entry_widget(
 ) -> Widget | None:
     """The widget of one stored entry, or ``None`` for entries that are not shown.
 
+    A user message the user did not type (``data.meta``: another agent's expanded slash
+    command prompt or compaction summary, imported) is one dim, collapsed line naming it; one
+    holding another agent's rendering of a command the user typed shows it as typed
+    (``data.typed``).
+
     A big user message is folded (:class:`UserMessage`): ``fold_pastes`` puts the pastes the
     editor folded back behind their markers; ``expand_key`` is the key its hint names."""
     if isinstance(entry, UserEntry):
+        if entry.data.meta:  # the model read it, the user did not type it (an import's)
+            body = Static(Text(inert(entry_text(entry))), classes="meta-text")
+            title = f"({entry.data.meta})"
+            return QuietCollapsible(body, title=title, collapsed=True, classes="summary meta")
         classes = "user continuation" if entry.data.continuation else "user"
         message = entry.user_message
         # an attached file, folder or image: one line, not its content
@@ -321,7 +330,7 @@ def entry_widget(
         if entry.data.model:  # a command's own model answered this prompt's turn
             notes = [*notes, f"↳ model for this turn: {entry.data.model}"]
         return UserMessage(
-            entry_text(entry),
+            entry.data.typed or entry_text(entry),  # an imported command: as it was typed
             notes,
             fold_pastes=fold_pastes,
             expand_key=expand_key,

@@ -1,7 +1,8 @@
 """The session picker: filter by typing, Enter resumes, Ctrl+D deletes (after a confirmation).
 
 Used by ``/sessions`` and ``/resume`` in the TUI, and by ``coding-agent --resume`` without an id
-(as a small app of its own). Each row shows the id, the name, the last activity, the first
+(as a small app of its own); ``/import`` shows other rows in it (Claude Code's and pi's
+sessions, as ``coding-agent import --list`` does: its ``row`` and ``verb``). Each row shows the id, the name, the last activity, the first
 prompt, the model, the size and the number of branches
 (:func:`coding_agent.session_files.index.describe`); in the TUI, a row for each branch of a session
 with several (choosing one switches to that branch); typing filters the sessions (:func:`coding_agent.session_files.index.matches`: name, id prefix, prompt text).
@@ -77,7 +78,9 @@ class SessionPickerScreen(ModalScreen[str | None]):
 
     ``delete(id)`` removes a session and returns ``None``, or an error message to show. With
     ``branch_rows``, a session with more than one branch (``/fork``, ``/rewind``, ``/tree``) has
-    a row under it for each branch; choosing one returns ``"ID#N"`` (branch ``N`` of ``ID``)."""
+    a row under it for each branch; choosing one returns ``"ID#N"`` (branch ``N`` of ``ID``).
+    ``row`` makes an item's row text instead of :func:`picker_row` (for items that are not
+    sessions of ours), ``verb`` what Enter does, as the help line names it."""
 
     DEFAULT_CSS = """
     SessionPickerScreen { align: center middle; }
@@ -105,9 +108,13 @@ class SessionPickerScreen(ModalScreen[str | None]):
         delete: Callable[[str], str | None] | None = None,
         branch_rows: bool = False,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        row: Callable[[dict[str, Any]], str] | None = None,
+        verb: str = "resume",
     ) -> None:
         """``now`` is the clock the "active … ago" ages are measured with."""
         super().__init__()
+        self._row = row
+        self._verb = verb
         self._now = now
         self._title = title
         self._branch_rows = branch_rows
@@ -122,7 +129,7 @@ class SessionPickerScreen(ModalScreen[str | None]):
             yield Label(self._title, classes="title")
             yield Input(placeholder="Type to filter: name, id, prompt text", id="filter")
             yield OptionList(id="sessions")
-            help_text = "enter: resume · esc: cancel"
+            help_text = f"enter: {self._verb} · esc: cancel"
             if self._delete is not None:
                 help_text += " · ctrl+d: delete"
             empty = sum(1 for s in self.sessions if self._empty(s))
@@ -147,7 +154,8 @@ class SessionPickerScreen(ModalScreen[str | None]):
         now = self._now()
         options: list[Option] = []
         for s in self.shown:
-            row = Text(inert(picker_row(s, current=self.current, now=now)))  # never markup
+            text = self._row(s) if self._row else picker_row(s, current=self.current, now=now)
+            row = Text(inert(text))  # never markup
             options.append(Option(row, id=s["id"]))
             branches = s.get("branches") or []
             if self._branch_rows and len(branches) > 1:
