@@ -49,10 +49,10 @@ event run one after another, in file order; the first that blocks a tool call en
 A ``UserPromptSubmit`` verdict is stored in the conversation's rewindable state (``hooks``
 namespace, ``prompts``), so a restarted worker neither runs it again nor loses its context. A
 ``PostToolUse``, ``Stop`` or ``PreCompact`` hook may run again after a crash that falls between
-the hook and the commit that records what follows it. The ``Notification`` hooks of a waiting
-call are recorded as run (the namespace's session key ``notified``: ``<conversation>:<call
-id>``) once they ended, so a restarted worker, which finds the call waiting again, does not run
-them again (one killed while they ran runs them again).
+the hook and the commit that records what follows it. A waiting call's ``Notification`` hooks
+are recorded as run (session key ``notified``: ``<conversation>:<call id>``) once they ended,
+so a restarted worker, which finds the call waiting again, does not run them again
+(one killed while they ran does).
 
 What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
 stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
@@ -88,8 +88,9 @@ from pico3 import (
 
 from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
+from .hook_agents import HookAgents, ask_agent
 from .permission import answer_permission
-from .prompt_hooks import ask_model
+from .prompt_hooks import ask_model, check_models
 from .protocol import (
     WAITING_MESSAGES,
     HookRun,
@@ -119,8 +120,6 @@ _log = logging.getLogger("facets_hooks")
 NAMESPACE = "hooks"
 KEEP_NOTIFIED = 500
 """How many waiting calls' ``Notification`` runs the session remembers (call ids are unique)."""
-
-
 COLLAPSE_KIND = "pi.collapse"
 
 
@@ -139,6 +138,7 @@ class Hooks:
         self._warned: set[str] = set()
         self._ns: Any = None
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
+        self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -203,10 +203,12 @@ class Hooks:
 
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
-        says to the user (a failure, a timeout) is logged. A prompt hook asks the session's model
-        (:mod:`.prompt_hooks`)."""
+        says to the user (a failure, a timeout) is logged. A prompt hook asks a model
+        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`)."""
+        if hook.kind == "agent":
+            return await ask_agent(self._harness, self.hook_agents, hook, payload, ctx, self.warn)
         if hook.kind == "prompt":
-            return await ask_model(self._harness, hook, payload, ctx)
+            return await ask_model(self._harness, hook, payload, ctx, self.warn)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -233,10 +235,7 @@ class Hooks:
 
     async def owned(self, conversation_id: int, ctx: Context) -> bool:
         """Whether a task owns the conversation (a subagent's)."""
-        registry = getattr(self._harness.harness, "hook_registry", None)
-        if registry is None:
-            return False
-        return len(await registry.ancestry(conversation_id, ctx)) > 1
+        return await self._harness.harness.owner_task(conversation_id, ctx) is not None
 
     async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
@@ -505,6 +504,7 @@ class Hooks:
             )
             self._prompts.clear()
             undo.append(ns.unregister)
+            undo.append(self.hook_agents.install(h, ns))
             undo.append(
                 h.hooks(
                     ns,
@@ -589,6 +589,7 @@ def session_facet(env: FacetEnvironment) -> None:
 
     async def activate() -> None:
         hooks.load()
+        await check_models(harness, hooks.loaded.hooks, hooks.warn)
         loaded.set()
         env.own(harness.add_registration(hooks.install))
         env.own(hooks.session_end)
