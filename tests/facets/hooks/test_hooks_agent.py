@@ -24,7 +24,7 @@ from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
     run_turn,
     settings,
 )
-from worker_support import deny  # pyright: ignore[reportMissingImports]
+from worker_support import deny, text_of  # pyright: ignore[reportMissingImports]
 
 pytestmark = pytest.mark.anyio
 
@@ -151,3 +151,27 @@ async def test_an_agent_hook_that_is_still_looking_after_50_turns_gives_no_verdi
         "gave no verdict: its subagent did not finish: it did not decide within 50 turns" in line
         for line in stderr
     ), stderr
+
+
+async def test_a_stop_agent_hook_makes_the_model_go_on_with_its_reason(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """On ``Stop`` (the root's turn about to end) the subagent runs beside that turn, and its
+    ``ok: false`` continues it with the reason, as a prompt hook's."""
+    env = {**agent_env, **home_env(tmp_path)}
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "policy.txt").write_text(POLICY)
+    judge = agent_hook("Check policy.txt: has the agent finished? $ARGUMENTS")
+    settings(tmp_path, {"Stop": [{"hooks": [judge]}]})
+    steps = {
+        "steps": [{"text": "all done"}, {"text": "the tests pass"}],
+        "conversations": [
+            investigates('"stop_hook_active": false', {"ok": False, "reason": "run the tests"}),
+            investigates('"stop_hook_active": true', {"ok": True}),
+        ],
+    }
+    client = await run_turn(tmp_path, env, steps)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["all done", "the tests pass"]
+    users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
+    assert users[-1] == "run the tests"

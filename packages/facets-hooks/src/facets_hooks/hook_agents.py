@@ -213,7 +213,7 @@ def hook_agent_kind(agents: HookAgents) -> TaskKind:
 
     def describe(task: TaskInfo) -> dict[str, str]:
         inp = task.input if isinstance(task.input, dict) else {}
-        return {"label": f"agent hook: {inp.get('hook', '')}", "progress": "checking"}
+        return {"label": str(inp.get("hook", "")), "progress": "investigating"}
 
     return define_task(
         HOOK_AGENT_KIND,
