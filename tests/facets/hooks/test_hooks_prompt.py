@@ -230,21 +230,24 @@ async def test_a_prompt_hooks_model_answers_and_one_the_session_lacks_is_named_a
     tmp_path: Path, agent_env: dict[str, str]
 ) -> None:
     """``model`` is resolved as a subagent definition's ``model:`` is: ``faux/judge`` (a model
-    the script adds) answers its hook; ``haiku`` (no such model on the faux provider) and
-    ``nope/judge`` (no such provider) are one warning each when the hooks load (the second on
-    an event that never fires here), and the session's model answers them."""
+    the script adds) answers its hook; ``haiku`` (no such model on the faux provider) is one
+    warning, and the session's model answers it; ``nope/judge`` (no such provider) and
+    ``sonnet``, on an event that never fires here, are warned about when the hooks load."""
     env = {**agent_env, **home_env(tmp_path)}
     env.pop("ANTHROPIC_DEFAULT_HAIKU_MODEL", None)
     hooks = [
         prompt_hook("Judge A $ARGUMENTS", model="faux/judge"),
         prompt_hook("Judge B $ARGUMENTS", model="haiku"),
     ]
-    never = prompt_hook("Judge C $ARGUMENTS", model="nope/judge")
+    never = [
+        prompt_hook("Judge C $ARGUMENTS", model="nope/judge"),
+        prompt_hook("Judge D $ARGUMENTS", model="sonnet"),
+    ]
     path = settings(
         tmp_path,
         {
             "PreToolUse": [{"matcher": "Bash", "hooks": hooks}],
-            "PostToolUseFailure": [{"hooks": [never]}],
+            "PostToolUseFailure": [{"hooks": never}],
         },
     )
 
@@ -277,6 +280,12 @@ async def test_a_prompt_hooks_model_answers_and_one_the_session_lacks_is_named_a
     assert any(
         f"{path}: PostToolUseFailure hook `prompt: Judge C $ARGUMENTS`: model 'nope/judge' "
         "(nope/judge) is not a model of this session: the session's model answers" in line
+        for line in stderr
+    ), stderr
+    # an alias is checked once the new session has its model, before any hook runs
+    assert any(
+        f"{path}: PostToolUseFailure hook `prompt: Judge D $ARGUMENTS`: model 'sonnet' has no "
+        "model on provider 'faux'" in line
         for line in stderr
     ), stderr
     assert not [line for line in stderr if "not supported" in line], stderr

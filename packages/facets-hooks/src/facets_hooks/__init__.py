@@ -13,6 +13,7 @@ points (docs/design/harness.md#hooks).
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;
 * :mod:`.agent_hooks` — a subagent's own hooks (its agent definition's), for it alone;
+* :mod:`.observer` — each conversation's view followed: ``Notification``, the hooks' models;
 * :mod:`.tui` — ``/hooks``;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 

@@ -12,8 +12,8 @@ session's model answers unless the hook names one: ``haiku``, ``sonnet``, ``opus
 (:func:`pico3.models.resolve_model_spec`: an alias is a model of the session's provider, or what
 ``ANTHROPIC_DEFAULT_HAIKU_MODEL`` & co. name). A name that maps to no model this session has
 (an alias on a provider without one, an unknown provider) is one warning on the worker's log
-when the hooks load (:func:`check_models`; an alias in a new session, which has no model yet,
-when the hook first runs), and the session's model answers (:func:`hook_model`). Agent hooks (:mod:`.hook_agents`) take their ``model`` the same way.
+when the hooks load (:func:`check_models`; an alias in a new session as soon as the session has
+its model: :mod:`.observer`), and the session's model answers (:func:`hook_model`). Agent hooks (:mod:`.hook_agents`) take their ``model`` the same way.
 
 :func:`ask_model` answers as a command hook would, so each event reads it as it reads a
 command's run (:mod:`.verdicts`, :mod:`.permission`):
@@ -140,16 +140,21 @@ async def hook_model(
 
 async def check_models(
     harness: HarnessServiceApi, hooks: Iterable[HookSpec], warn: Callable[[str], None]
-) -> None:
+) -> list[HookSpec]:
     """Warn about each prompt or agent hook whose ``model`` the session cannot answer with
-    (:func:`hook_model`), when the hooks load. A new session has no model yet (the app gives it
-    one after the features load): an alias or bare id, which names a model of the session's
-    provider, is then checked when the hook first runs (one warning all the same)."""
+    (:func:`hook_model`), when the hooks load; returns those left unchecked. A new session has
+    no model yet (the app gives it one after the features load): an alias or a bare id, which
+    names a model of the session's provider, waits until it has one (:mod:`.observer` checks
+    it then)."""
     root = await harness.harness.root(BACKGROUND)
     known = (await root.config(BACKGROUND)).get("model") is not None
+    waiting: list[HookSpec] = []
     for hook in hooks:
         if hook.model is not None and (known or "/" in hook.model):
             await hook_model(harness, hook, warn)
+        elif hook.model is not None:
+            waiting.append(hook)
+    return waiting
 
 
 async def _answer(

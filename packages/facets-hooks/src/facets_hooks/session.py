@@ -31,7 +31,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``Notification``      a tool call of any conversation starts waiting on the approval dialog
                       ("Claude needs your permission to use Bash") or on a question ("Claude
                       is waiting for your input"): once per call, seen in the conversation's
-                      view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
+                      view (``turn.tools[i].waitingOn``, :mod:`.observer`); not for Claude
+                      Code's idle prompt.
 ===================== ==================================================================
 
 **Safety.** A ``PreToolUse`` hook only ever adds restrictions: the session's approval (modes,
@@ -62,7 +63,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import subprocess
 from collections.abc import Callable
@@ -89,10 +89,10 @@ from pico3 import (
 from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
+from .observer import follow_conversation
 from .permission import answer_permission
 from .prompt_hooks import ask_model, check_models
 from .protocol import (
-    WAITING_MESSAGES,
     HookRun,
     add_text,
     assistant_text,
@@ -102,7 +102,6 @@ from .protocol import (
     prompt_text,
     run_command,
     tool_names,
-    waiting_calls,
 )
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
@@ -139,6 +138,8 @@ class Hooks:
         self._ns: Any = None
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
         self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
+        self.unchecked_models: list[HookSpec] = []  # checked once the session has a model
+        self.harness = harness
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -559,42 +560,14 @@ def session_facet(env: FacetEnvironment) -> None:
     loaded = anyio.Event()
     env.provide(HooksListing, _ListingService(hooks))
 
-    async def on_conversation(instance: Any, ctx: Context) -> None:
-        """``Notification``: each call of this conversation that starts waiting on the approval
-        dialog or a question, once (only while Notification hooks are loaded)."""
-        with cancel_scope(ctx):
-            await loaded.wait()
-        if not hooks.loaded.for_event("Notification"):
-            return
-        send, receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
-        told: set[str] = set()
-        conversation = instance.conversation.value
-        cid = conversation.get("id") if isinstance(conversation, dict) else None
-
-        def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
-            for call, on, tool in waiting_calls(value):
-                if call not in told:
-                    told.add(call)
-                    name = tool_names(tool, None)[0]
-                    send.send_nowait((f"{cid}:{call}", WAITING_MESSAGES[on].format(tool=name)))
-
-        stop = instance.view.subscribe(deliver)
-        try:
-            with cancel_scope(ctx), receive:
-                async for key, message in receive:
-                    await hooks.notify_once(key, message, ctx)
-        finally:
-            stop()
-            send.close()
-
     async def activate() -> None:
         hooks.load()
-        await check_models(harness, hooks.loaded.hooks, hooks.warn)
+        hooks.unchecked_models = await check_models(harness, hooks.loaded.hooks, hooks.warn)
         loaded.set()
         env.own(harness.add_registration(hooks.install))
         env.own(hooks.session_end)
         if hooks.loaded.for_event("SessionStart"):
             await hooks.session_start(BACKGROUND)
 
-    env.observe(ConversationService, on_conversation)
+    env.observe(ConversationService, lambda i, c: follow_conversation(hooks, loaded, i, c))
     env.on_activate(activate)
