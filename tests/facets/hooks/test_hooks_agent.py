@@ -22,9 +22,20 @@ from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
     home_env,
     results,
     run_turn,
+    script,
     settings,
 )
-from worker_support import deny, text_of  # pyright: ignore[reportMissingImports]
+from worker_support import (  # pyright: ignore[reportMissingImports]
+    Client,
+    connected,
+    deny,
+    text_of,
+    worker_process,
+)
+
+from chord import BACKGROUND
+from coding_agent.session_files.folders import create_session
+from facets_hooks.agent_hooks import HOOK_AGENT_KIND
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +186,57 @@ async def test_a_stop_agent_hook_makes_the_model_go_on_with_its_reason(
     assert answers == ["all done", "the tests pass"]
     users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
     assert users[-1] == "run the tests"
+
+
+def answers_stored(tmp: Path, text: str) -> int:
+    """How many assistant answers holding ``text`` the session's storage (under ``tmp``, one
+    record a line) holds."""
+    return sum(
+        line.count('"pi.assistant"') * (text in line)
+        for path in tmp.rglob("*.jsonl")
+        for line in path.read_text(errors="replace").splitlines()
+    )
+
+
+async def test_an_agent_hooks_run_cut_by_a_sigkill_ends_at_once_and_the_hook_runs_again(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """The worker dies while the hook's subagent waits on the model. After the restart the
+    call's hook runs again, with a subagent of its own; the one that was cut off is resumed
+    only to end at once (no hook waits for it), so only one subagent ever answers."""
+    env = {**agent_env, **home_env(tmp_path)}
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "policy.txt").write_text(POLICY)
+    guard = agent_hook("Check policy.txt: may this command run? $ARGUMENTS")
+    settings(tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [guard]}]})
+    steps = {
+        "latency": 1.0,
+        "steps": [bash_step("echo ran >> ran.txt"), {"text": "done"}],
+        "conversations": [investigates("ran.txt", {"ok": True, "reason": "verdict-mark-42"})],
+    }
+    session = create_session(project, env=env)
+    args = ("--faux-script", str(script(tmp_path, steps)), "--permission-mode", "auto")
+
+    def agent_runs() -> bool:
+        tasks = client.view.get("tasks") or {}
+        return any(t.get("kind") == HOOK_AGENT_KIND for t in tasks.values())
+
+    client = Client()
+    async with (
+        worker_process(session, env, *args) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(agent_runs)
+        await worker.kill()
+    assert not (project / "ran.txt").exists()
+    assert answers_stored(tmp_path, "verdict-mark-42") == 0
+    client = Client()
+    async with (
+        worker_process(session, env, *args) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.wait_for(lambda: any(text_of(e) == "done" for e in client.view["entries"]))
+    assert (project / "ran.txt").read_text() == "ran\n"
+    assert answers_stored(tmp_path, "verdict-mark-42") == 1  # the new run's alone

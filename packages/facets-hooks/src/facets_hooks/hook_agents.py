@@ -17,7 +17,8 @@ Read, Grep and Glob (``read``, ``grep``, ``find``) and whose system prompt is
 :data:`AGENT_SYSTEM`, sends it the prompt and completes with its last answer. The hook waits
 for the task, at most its ``timeout``; a hook that gives up (a timeout, the call aborted)
 aborts the task. Its owned conversation is in the session like a subagent's (``/tree`` lists
-it).
+it). A run resumed after the worker died ends at once (no hook waits for its answer: the hook
+runs again, with a run of its own), so a restart never spends a model call on it.
 
 **Safety.** The task's input names ``permissionMode: plan`` (the approval feature reads it up
 the owner chain, as for a subagent's ``permissionMode``), so even a tool outside the three could
@@ -32,6 +33,7 @@ run, which then gives no verdict ("it did not decide within 50 turns").
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -84,6 +86,9 @@ AGENT_SYSTEM = (
 MAX_TURNS = 50
 """The model turns an agent hook's subagent may take (Claude Code's)."""
 
+ORPHANED = "no hook waits for it any more (the worker restarted); the hook runs again"
+"""Why a run whose hook's worker died ends at once when it is resumed."""
+
 PLAN_MODE = "plan"
 """The mode its conversation runs in (the approval feature's ``OWNER_MODE_KEY``)."""
 
@@ -120,6 +125,8 @@ class HookAgents:
         self.max_turns = max_turns
         self._turns: dict[int, int] = {}
         self._over: dict[int, anyio.Event] = {}
+        self.waiting: set[str] = set()
+        """The ``waiter`` tokens of the runs a hook of this process waits for."""
         self.kind = hook_agent_kind(self)
 
     def follow(self, conversation_id: int) -> anyio.Event:
@@ -162,8 +169,17 @@ def hook_agent_kind(agents: HookAgents) -> TaskKind:
     is the same input), and complete with ``{"text": <its last answer>}``; fail when the
     subagent reaches ``agents.max_turns`` still calling tools (its turn is aborted)."""
 
+    def orphan(task: TaskInfo) -> Done | None:
+        """A run no hook waits for any more (the worker that started it died): it ends at
+        once, without a model call, since nothing would read its answer."""
+        if task.input.get("waiter") in agents.waiting:
+            return None
+        return Done(lambda _tx, _cur, _c: Completion.failed({"reason": ORPHANED}))
+
     async def initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
         inp: dict[str, Any] = task.input
+        if (ended := orphan(task)) is not None:
+            return ended
         spec = {
             "rewindable": {"model": inp["model"], "selectedTools": list(inp["tools"])},
             "sections": [{"key": "hook-agent", "value": inp["hook"], "rendered": AGENT_SYSTEM}],
@@ -176,6 +192,8 @@ def hook_agent_kind(agents: HookAgents) -> TaskKind:
 
     async def running(task: TaskInfo, rt: Runtime, ctx: Context) -> Any:
         assert task.checkpoint is not None
+        if (ended := orphan(task)) is not None:
+            return ended
         cid: int = task.checkpoint["child"]
         child = OwnedConversation(rt, cid)
         over = agents.follow(cid)
@@ -226,7 +244,7 @@ def hook_agent_kind(agents: HookAgents) -> TaskKind:
 
 async def _investigate(
     harness: HarnessServiceApi,
-    kind: TaskKind,
+    agents: HookAgents,
     hook: HookSpec,
     prompt: str,
     warn: Callable[[str], None],
@@ -244,21 +262,26 @@ async def _investigate(
         "tools": tools,
         "permissionMode": PLAN_MODE,
         "hook": hook.label,
+        "waiter": uuid.uuid4().hex,
     }
     root = await harness.harness.root(ctx)
 
     def start(tx: Any, _ctx: Context) -> int:
-        return tx.create_task(kind, task_input, background=True)
+        return tx.create_task(agents.kind, task_input, background=True)
 
-    task_id: int = await root.commit(start, ctx)
-    ended = False
+    agents.waiting.add(task_input["waiter"])
     try:
-        task = await harness.harness.wait_for_task(task_id, ctx)
-        ended = True
+        task_id: int = await root.commit(start, ctx)
+        ended = False
+        try:
+            task = await harness.harness.wait_for_task(task_id, ctx)
+            ended = True
+        finally:
+            if not ended:  # the hook gave up (its timeout, the call aborted): so does its agent
+                with anyio.CancelScope(shield=True):
+                    await harness.harness.abort_task(task_id, BACKGROUND)
     finally:
-        if not ended:  # the hook gave up (its timeout, the call aborted): so does its agent
-            with anyio.CancelScope(shield=True):
-                await harness.harness.abort_task(task_id, BACKGROUND)
+        agents.waiting.discard(task_input["waiter"])
     outcome: Any = task.outcome if isinstance(task.outcome, dict) else {}
     if outcome.get("status") == "completed":
         return str((outcome.get("result") or {}).get("text") or "")
@@ -280,5 +303,5 @@ async def ask_agent(
     kind of ``agents`` (registered): a :class:`HookRun` as a prompt hook's."""
     prompt = prompt_for(hook.command, payload)
     return await verdict_run(
-        hook, ctx, lambda: _investigate(harness, agents.kind, hook, prompt, warn, ctx)
+        hook, ctx, lambda: _investigate(harness, agents, hook, prompt, warn, ctx)
     )
