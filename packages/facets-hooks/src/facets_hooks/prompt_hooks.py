@@ -127,10 +127,13 @@ async def hook_model(
     )
     resolved = models.resolve(value) if value is not session else None
     if resolved is None and value is not session:
-        named = (
-            f"{value.get('provider')}/{value.get('modelId')}" if isinstance(value, dict) else value
-        )  # pyright: ignore[reportUnknownMemberType]
-        note = f"model {hook.model!r} ({named}) is not a model of this session: the session's model answers"
+        named: Any = value
+        if isinstance(value, dict):
+            named = f"{value.get('provider')}/{value.get('modelId')}"  # pyright: ignore[reportUnknownMemberType]
+        note = (
+            f"model {hook.model!r} ({named}) is not a model of this session: the session's "
+            "model answers"
+        )
     if note is not None:
         warn(f"{hook.source}: {hook.event} hook `{hook.label}`: {note}")
     if resolved is None:
