@@ -13,7 +13,8 @@ session's model answers unless the hook names one: ``haiku``, ``sonnet``, ``opus
 ``ANTHROPIC_DEFAULT_HAIKU_MODEL`` & co. name). A name that maps to no model this session has
 (an alias on a provider without one, an unknown provider) is one warning on the worker's log
 when the hooks load (:func:`check_models`; an alias in a new session as soon as the session has
-its model: :mod:`.observer`), and the session's model answers (:func:`hook_model`). Agent hooks (:mod:`.hook_agents`) take their ``model`` the same way.
+its model: :mod:`.observer`), and the session's model answers (:func:`hook_model`). Agent
+hooks (:mod:`.hook_agents`) take their ``model`` the same way.
 
 :func:`ask_model` answers as a command hook would, so each event reads it as it reads a
 command's run (:mod:`.verdicts`, :mod:`.permission`):
