@@ -116,6 +116,26 @@ async def test_conversation_scripts_play_apart_by_system_prompt_or_first_message
     assert texts(await answer(provider, [UserMessage("go"), parent, back])) == "parent done"
 
 
+async def test_a_conversation_script_with_a_model_plays_only_to_that_model(
+    tmp_path: Path,
+) -> None:
+    """A hook that names its own ``model`` is told apart from the session's by it."""
+    path = tmp_path / "script.json"
+    path.write_text(
+        '{"steps": [{"text": "main"}], "models": [{"id": "judge"}], "conversations": ['
+        '  {"when": "Judge", "model": "judge", "steps": [{"text": "the judge"}]},'
+        '  {"when": "Judge", "steps": [{"text": "another model"}]}]}'
+    )
+    provider = ScriptedProvider(load_script(path))
+
+    async def played(model: str) -> str:
+        request = Request(model=model, messages=[UserMessage("Judge this")])
+        return texts(reduce_events([e async for e in provider.stream(request, BACKGROUND)]))
+
+    assert await played("judge") == "the judge"
+    assert await played("faux-1") == "another model"
+
+
 def test_a_conversation_script_needs_a_when(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_text('{"steps": [], "conversations": [{"when": "", "steps": []}]}')

@@ -171,7 +171,8 @@ class Client:
 
                 def deliver(value: Any, _ctx: Context, delivery: Delivery) -> None:
                     nonlocal mine
-                    if delivery.kind == "hydrate" and "parent" not in value["conversation"]:
+                    shown = value["conversation"]  # the root: neither a fork nor owned
+                    if delivery.kind == "hydrate" and not {"parent", "owner"} & set(shown):
                         mine = True
                         self.root, self.root_closed = instance, False
                     if mine:

@@ -60,34 +60,51 @@ def test_the_prompt_gets_the_events_json_and_the_answer_is_read() -> None:
     assert '"ok": true' in PROMPT_SYSTEM
 
 
-def test_prompt_hooks_load_for_claude_codes_events_and_are_named_elsewhere() -> None:
+def test_prompt_and_agent_hooks_load_for_claude_codes_events_and_are_named_elsewhere() -> None:
     data = {
         "hooks": {
             "Stop": [{"hooks": [prompt_hook("Is the work done? $ARGUMENTS", model="haiku")]}],
             "SessionStart": [{"hooks": [prompt_hook("Greet")]}],
             "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt"}]}],
-            "PostToolUse": [{"hooks": [{"type": "agent", "prompt": "Check it"}]}],
+            "PostToolUse": [{"hooks": [{"type": "agent", "prompt": "Check it", "model": 3}]}],
+            "UserPromptSubmit": [
+                {"hooks": [{"type": "mcp_tool", "server": "semgrep", "tool": "scan"}]}
+            ],
+            "Notification": [{"hooks": [{"type": "agent", "prompt": "Tell me"}]}],
         }
     }
     hooks, problems = parse_settings(data, "s.json")
-    (stop,) = hooks
-    assert (stop.event, stop.kind, stop.command, stop.timeout) == (
+    stop, check = hooks
+    assert (stop.event, stop.kind, stop.command, stop.timeout, stop.model) == (
         "Stop",
         "prompt",
         "Is the work done? $ARGUMENTS",
         30.0,
+        "haiku",
     )
     assert stop.label == "prompt: Is the work done? $ARGUMENTS"
+    # an agent hook: Claude Code's default timeout for it is 60 s
+    assert (check.event, check.kind, check.command, check.timeout, check.model) == (
+        "PostToolUse",
+        "agent",
+        "Check it",
+        60.0,
+        None,
+    )
+    assert check.label == "agent: Check it"
     assert problems == [
-        "s.json: hooks.Stop[0].hooks[0]: 'model' is not supported here: the session's own model "
-        "answers the prompt",
         's.json: hooks.SessionStart[0].hooks[0]: type "prompt" is not supported for SessionStart '
         "(only for PermissionRequest, PostToolUse, PostToolUseFailure, PreToolUse, Stop, "
         "SubagentStop, UserPromptSubmit, as in Claude Code); skipped",
         's.json: hooks.PreToolUse[0].hooks[0]: a prompt hook needs "prompt" (a non-empty '
         "string); skipped",
-        's.json: hooks.PostToolUse[0].hooks[0]: type "agent" is not supported (only "command", '
-        '"http" and "prompt"); skipped',
+        "s.json: hooks.PostToolUse[0].hooks[0]: model must be a model name (haiku, sonnet, opus, "
+        "inherit or provider/id), got 3; the session's model answers",
+        's.json: hooks.UserPromptSubmit[0].hooks[0]: type "mcp_tool": calling an MCP server\'s '
+        'tool from a hook is not supported here; run the same check as a "command" hook; skipped',
+        's.json: hooks.Notification[0].hooks[0]: type "agent" is not supported for Notification '
+        "(only for PermissionRequest, PostToolUse, PostToolUseFailure, PreToolUse, Stop, "
+        "SubagentStop, UserPromptSubmit, as in Claude Code); skipped",
     ]
 
 
@@ -207,3 +224,68 @@ async def test_a_prompt_hook_whose_model_outlives_its_timeout_gives_no_verdict(
     (result,) = results(client)
     assert result["isError"] is True and "too late" not in result["content"][0]["text"]
     assert any("gave no verdict: it timed out after 0.2 s" in line for line in stderr), stderr
+
+
+async def test_a_prompt_hooks_model_answers_and_one_the_session_lacks_is_named_at_load(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``model`` is resolved as a subagent definition's ``model:`` is: ``faux/judge`` (a model
+    the script adds) answers its hook; ``haiku`` (no such model on the faux provider) is one
+    warning, and the session's model answers it; ``nope/judge`` (no such provider) and
+    ``sonnet``, on an event that never fires here, are warned about when the hooks load."""
+    env = {**agent_env, **home_env(tmp_path)}
+    env.pop("ANTHROPIC_DEFAULT_HAIKU_MODEL", None)
+    hooks = [
+        prompt_hook("Judge A $ARGUMENTS", model="faux/judge"),
+        prompt_hook("Judge B $ARGUMENTS", model="haiku"),
+    ]
+    never = [
+        prompt_hook("Judge C $ARGUMENTS", model="nope/judge"),
+        prompt_hook("Judge D $ARGUMENTS", model="sonnet"),
+    ]
+    path = settings(
+        tmp_path,
+        {
+            "PreToolUse": [{"matcher": "Bash", "hooks": hooks}],
+            "PostToolUseFailure": [{"hooks": never}],
+        },
+    )
+
+    def judged(when: str, model: str, reason: str) -> list[dict[str, Any]]:
+        """``ok`` from ``model``, a block naming ``reason`` from any other model."""
+        return [
+            {**answer(when, {"ok": True}), "model": model},
+            answer(when, {"ok": False, "reason": reason}),
+        ]
+
+    steps = {
+        "models": [{"id": "judge"}],
+        "steps": [bash_step("touch judged-walrus.txt"), {"text": "done"}],
+        "conversations": [
+            *judged("Judge A", "judge", "the session's model answered A"),
+            *judged("Judge B", "faux-1", "another model answered B"),
+        ],
+    }
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, stderr=stderr)
+    (ran,) = results(client)
+    assert ran["isError"] is False, ran
+    assert (tmp_path / "project" / "judged-walrus.txt").exists()
+    where = f"{path}: PreToolUse hook `prompt: Judge B $ARGUMENTS`"
+    assert any(
+        f"{where}: model 'haiku' has no model on provider 'faux': the hook uses the caller's "
+        "(set ANTHROPIC_DEFAULT_HAIKU_MODEL=provider/id to choose one)" in line
+        for line in stderr
+    ), stderr
+    assert any(
+        f"{path}: PostToolUseFailure hook `prompt: Judge C $ARGUMENTS`: model 'nope/judge' "
+        "(nope/judge) is not a model of this session: the session's model answers" in line
+        for line in stderr
+    ), stderr
+    # an alias is checked once the new session has its model, before any hook runs
+    assert any(
+        f"{path}: PostToolUseFailure hook `prompt: Judge D $ARGUMENTS`: model 'sonnet' has no "
+        "model on provider 'faux'" in line
+        for line in stderr
+    ), stderr
+    assert not [line for line in stderr if "not supported" in line], stderr

@@ -7,10 +7,13 @@ points (docs/design/harness.md#hooks).
   command (stdin JSON, timeout, exit code, JSON output);
 * :mod:`.permission` — ``PermissionRequest``: hooks that answer the approval dialog (pico3's
   ``permission_request`` point, run by the approval feature right before it asks);
-* :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the session's own model;
+* :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the hook's ``model`` or the
+  session's;
+* :mod:`.hook_agents` — ``"type": "agent"`` hooks, answered by a read-only subagent;
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;
 * :mod:`.agent_hooks` — a subagent's own hooks (its agent definition's), for it alone;
+* :mod:`.observer` — each conversation's view followed: ``Notification``, the hooks' models;
 * :mod:`.tui` — ``/hooks``;
 * :mod:`.plugin` — the ``chord.facets`` entry point.
 

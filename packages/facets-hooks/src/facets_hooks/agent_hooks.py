@@ -10,6 +10,12 @@ one problem line for what is not honoured). The session facet runs those hooks a
 session's, with the same runner, only on that conversation's events: its tool calls and its
 ``SubagentStop``; the root and other subagents never see them.
 
+**An agent hook's own subagent** (a ``"type": "agent"`` hook's, :mod:`.hook_agents`: its
+conversation is owned by a task of kind :data:`~.hook_agents.HOOK_AGENT_KIND`) runs no hooks
+at all: neither the session's nor any of its own (:meth:`AgentHooks.add` gives none), so a hook
+never judges the calls of the agent that judges for it, and an agent hook on ``Read`` cannot
+call itself.
+
 **Trust.** A project's agent files are read only when it is trusted and a plugin's agent gets no
 hooks (the subagents feature sees to both); and since a task's input outlives the session that
 wrote it, a definition of the project's own agent folders is checked again here when its hooks
@@ -27,12 +33,15 @@ from chord import Context
 
 from .settings import HookSpec, LoadedHooks, parse_settings
 
-__all__ = ["AGENT_HOOKS_KEY", "SUBAGENT_KIND", "AgentHooks", "untrusted_source"]
+__all__ = ["AGENT_HOOKS_KEY", "HOOK_AGENT_KIND", "SUBAGENT_KIND", "AgentHooks", "untrusted_source"]
 
 AGENT_HOOKS_KEY = "hooks"
 """The key of a ``subagents.run`` task's input holding its definition's own hooks."""
 SUBAGENT_KIND = "subagents.run"
 """The only task kind whose input's hooks are run (the subagents feature's)."""
+HOOK_AGENT_KIND = "hooks.agent"
+"""The task kind of an agent hook's subagent (:mod:`.hook_agents`): its conversation runs no
+hooks."""
 PROJECT_AGENT_FOLDERS = (".claude", ".coding-agent")
 
 
@@ -65,6 +74,7 @@ class AgentHooks:
         self._harness = harness
         self._warn = warn
         self._found: dict[int, LoadedHooks] = {}
+        self._quiet: set[int] = set()  # the conversations of agent hooks' subagents
         self._project: str | None = None
         self._trusted = False
         self._env: Mapping[str, str] = os.environ
@@ -78,12 +88,16 @@ class AgentHooks:
         env = services.get("mcp_env")
         self._env = os.environ if env is None else env
         self._found.clear()
+        self._quiet.clear()
 
     async def add(
         self, loaded: LoadedHooks, event: str, conversation_id: int, ctx: Context
     ) -> list[HookSpec]:
-        """``loaded``'s hooks of ``event`` (the session's), then the conversation's own."""
+        """``loaded``'s hooks of ``event`` (the session's), then the conversation's own; none
+        for an agent hook's subagent."""
         own = await self.of(conversation_id, ctx)
+        if conversation_id in self._quiet:
+            return []
         return [*loaded.for_event(event), *own.for_event(event)]
 
     async def of(self, conversation_id: int, ctx: Context) -> LoadedHooks:
@@ -94,6 +108,8 @@ class AgentHooks:
             return found
         found = LoadedHooks()
         task = await self._harness.harness.owner_task(conversation_id, ctx)
+        if task is not None and task.kind == HOOK_AGENT_KIND:
+            self._quiet.add(conversation_id)
         given: Any = task.input if task is not None and task.kind == SUBAGENT_KIND else None
         entry = given.get(AGENT_HOOKS_KEY) if isinstance(given, dict) else None
         if isinstance(entry, dict) and isinstance(entry.get("hooks"), dict):  # pyright: ignore[reportUnknownMemberType]

@@ -6,6 +6,16 @@ JSON, or the JSON appended when the prompt does not name it) to a small model, w
 session's own model answers (the root conversation's provider and model, as MCP sampling uses
 it), with no tools and no conversation context, once per hook run.
 
+**The hook's ``model``.** Claude Code asks a fast model unless the hook names one; here the
+session's model answers unless the hook names one: ``haiku``, ``sonnet``, ``opus``,
+``inherit``, ``provider/id`` or a bare id, mapped exactly as a subagent definition's ``model:``
+(:func:`pico3.models.resolve_model_spec`: an alias is a model of the session's provider, or what
+``ANTHROPIC_DEFAULT_HAIKU_MODEL`` & co. name). A name that maps to no model this session has
+(an alias on a provider without one, an unknown provider) is one warning on the worker's log
+when the hooks load (:func:`check_models`; an alias in a new session as soon as the session has
+its model: :mod:`.observer`), and the session's model answers (:func:`hook_model`). Agent
+hooks (:mod:`.hook_agents`) take their ``model`` the same way.
+
 :func:`ask_model` answers as a command hook would, so each event reads it as it reads a
 command's run (:mod:`.verdicts`, :mod:`.permission`):
 
@@ -28,19 +38,35 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import anyio
 
 from chord import BACKGROUND, Context, cancel_scope
 from pico3 import HarnessServiceApi, Models
-from pico3.models import DoneEvent, ErrorEvent, Request, TextContent, UserMessage
+from pico3.models import (
+    DoneEvent,
+    ErrorEvent,
+    Request,
+    TextContent,
+    UserMessage,
+    resolve_model_spec,
+)
 
 from .protocol import HookRun
 from .settings import HookSpec
 
-__all__ = ["PROMPT_SYSTEM", "ask_model", "prompt_for", "read_answer"]
+__all__ = [
+    "PROMPT_SYSTEM",
+    "ask_model",
+    "check_models",
+    "hook_model",
+    "prompt_for",
+    "read_answer",
+]
 
 _log = logging.getLogger("facets_hooks")
 
@@ -81,12 +107,65 @@ def read_answer(text: str) -> tuple[bool, str] | str:
     return bool(value["ok"]), reason.strip() if isinstance(reason, str) else ""
 
 
-async def _answer(harness: HarnessServiceApi, prompt: str) -> str:
-    """The session model's text answer to ``prompt``; raises ``RuntimeError`` naming why not."""
-    models = harness.handle.services.get("models")
+async def hook_model(
+    harness: HarnessServiceApi, hook: HookSpec, warn: Callable[[str], None] = _log.warning
+) -> tuple[Any, Any]:
+    """The model that answers ``hook`` (module docstring): its config value (``{"provider",
+    "modelId"}``) and the resolved model, ``None`` when the session has none either. A
+    ``model`` that maps to no model of the session is told to ``warn`` (the session's model
+    answers)."""
+    services = harness.handle.services
+    models = services.get("models")
     root = await harness.harness.root(BACKGROUND)
-    config = await root.config(BACKGROUND)
-    resolved = models.resolve(config.get("model")) if isinstance(models, Models) else None
+    session = (await root.config(BACKGROUND)).get("model")
+    if not isinstance(models, Models):
+        return session, None
+    if hook.model is None:
+        return session, models.resolve(session)
+    env = services.get("mcp_env")
+    value, note = resolve_model_spec(
+        hook.model, session, os.environ if env is None else env, who="the hook"
+    )
+    resolved = models.resolve(value) if value is not session else None
+    if resolved is None and value is not session:
+        named: Any = value
+        if isinstance(value, dict):
+            named = f"{value.get('provider')}/{value.get('modelId')}"  # pyright: ignore[reportUnknownMemberType]
+        note = (
+            f"model {hook.model!r} ({named}) is not a model of this session: the session's "
+            "model answers"
+        )
+    if note is not None:
+        warn(f"{hook.source}: {hook.event} hook `{hook.label}`: {note}")
+    if resolved is None:
+        return session, models.resolve(session)
+    return value, resolved
+
+
+async def check_models(
+    harness: HarnessServiceApi, hooks: Iterable[HookSpec], warn: Callable[[str], None]
+) -> list[HookSpec]:
+    """Warn about each prompt or agent hook whose ``model`` the session cannot answer with
+    (:func:`hook_model`), when the hooks load; returns those left unchecked. A new session has
+    no model yet (the app gives it one after the features load): an alias or a bare id, which
+    names a model of the session's provider, waits until it has one (:mod:`.observer` checks
+    it then)."""
+    root = await harness.harness.root(BACKGROUND)
+    known = (await root.config(BACKGROUND)).get("model") is not None
+    waiting: list[HookSpec] = []
+    for hook in hooks:
+        if hook.model is not None and (known or "/" in hook.model):
+            await hook_model(harness, hook, warn)
+        elif hook.model is not None:
+            waiting.append(hook)
+    return waiting
+
+
+async def _answer(
+    harness: HarnessServiceApi, hook: HookSpec, prompt: str, warn: Callable[[str], None]
+) -> str:
+    """The hook model's text answer to ``prompt``; raises ``RuntimeError`` naming why not."""
+    _value, resolved = await hook_model(harness, hook, warn)
     if resolved is None:
         raise RuntimeError("the session has no model to ask")
     request = Request(
@@ -104,16 +183,30 @@ async def _answer(harness: HarnessServiceApi, prompt: str) -> str:
 
 
 async def ask_model(
-    harness: HarnessServiceApi, hook: HookSpec, payload: dict[str, Any], ctx: Context
+    harness: HarnessServiceApi,
+    hook: HookSpec,
+    payload: dict[str, Any],
+    ctx: Context,
+    warn: Callable[[str], None] = _log.warning,
 ) -> HookRun:
     """Run the prompt hook ``hook`` on the event ``payload``: a :class:`HookRun` as a command's
     (see the module docstring); what goes wrong is logged here."""
+    prompt = prompt_for(hook.command, payload)
+    return await verdict_run(hook, ctx, lambda: _answer(harness, hook, prompt, warn))
+
+
+async def verdict_run(
+    hook: HookSpec, ctx: Context, answer_text: Callable[[], Awaitable[str]]
+) -> HookRun:
+    """The :class:`HookRun` of a hook that answers ``{"ok", "reason"}`` (a prompt or agent
+    hook) with the text ``answer_text`` gives, within the hook's timeout; what goes wrong (an
+    exception, a timeout, an answer that is not that JSON) gives no verdict and is logged."""
     where = f"{hook.event} hook `{hook.label}` ({hook.source})"
     answer: tuple[bool, str] | str = f"it timed out after {hook.timeout:g} s"
     timed_out = True
     with cancel_scope(ctx), anyio.move_on_after(hook.timeout):
         try:
-            answer = read_answer(await _answer(harness, prompt_for(hook.command, payload)))
+            answer = read_answer(await answer_text())
         except Exception as exc:  # a provider that raises: a non-blocking error, named
             answer = str(exc) if isinstance(exc, RuntimeError) else f"{type(exc).__name__}: {exc}"
         timed_out = False
@@ -123,6 +216,6 @@ async def ask_model(
     ok, reason = answer
     if ok:
         if hook.event == "PermissionRequest":
-            _log.warning("%s said ok; a prompt hook does not skip the dialog here", where)
+            _log.warning("%s said ok; a %s hook does not skip the dialog here", where, hook.kind)
         return HookRun(0, "", "")
-    return HookRun(2, "", reason or "the prompt hook gave no reason")
+    return HookRun(2, "", reason or f"the {hook.kind} hook gave no reason")

@@ -31,7 +31,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 ``Notification``      a tool call of any conversation starts waiting on the approval dialog
                       ("Claude needs your permission to use Bash") or on a question ("Claude
                       is waiting for your input"): once per call, seen in the conversation's
-                      view (``turn.tools[i].waitingOn``); not for Claude Code's idle prompt.
+                      view (``turn.tools[i].waitingOn``, :mod:`.observer`); not for Claude
+                      Code's idle prompt.
 ===================== ==================================================================
 
 **Safety.** A ``PreToolUse`` hook only ever adds restrictions: the session's approval (modes,
@@ -49,10 +50,10 @@ event run one after another, in file order; the first that blocks a tool call en
 A ``UserPromptSubmit`` verdict is stored in the conversation's rewindable state (``hooks``
 namespace, ``prompts``), so a restarted worker neither runs it again nor loses its context. A
 ``PostToolUse``, ``Stop`` or ``PreCompact`` hook may run again after a crash that falls between
-the hook and the commit that records what follows it. The ``Notification`` hooks of a waiting
-call are recorded as run (the namespace's session key ``notified``: ``<conversation>:<call
-id>``) once they ended, so a restarted worker, which finds the call waiting again, does not run
-them again (one killed while they ran runs them again).
+the hook and the commit that records what follows it. A waiting call's ``Notification`` hooks
+are recorded as run (session key ``notified``: ``<conversation>:<call id>``) once they ended,
+so a restarted worker, which finds the call waiting again, does not run them again
+(one killed while they ran does).
 
 What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
 stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
@@ -62,7 +63,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import subprocess
 from collections.abc import Callable
@@ -88,10 +88,11 @@ from pico3 import (
 
 from .agent_hooks import AgentHooks
 from .contract import HookInfo, HooksListing, HooksSummary
+from .hook_agents import HookAgents, ask_agent
+from .observer import follow_conversation
 from .permission import answer_permission
-from .prompt_hooks import ask_model
+from .prompt_hooks import ask_model, check_models
 from .protocol import (
-    WAITING_MESSAGES,
     HookRun,
     add_text,
     assistant_text,
@@ -101,7 +102,6 @@ from .protocol import (
     prompt_text,
     run_command,
     tool_names,
-    waiting_calls,
 )
 from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
@@ -119,8 +119,6 @@ _log = logging.getLogger("facets_hooks")
 NAMESPACE = "hooks"
 KEEP_NOTIFIED = 500
 """How many waiting calls' ``Notification`` runs the session remembers (call ids are unique)."""
-
-
 COLLAPSE_KIND = "pi.collapse"
 
 
@@ -139,6 +137,9 @@ class Hooks:
         self._warned: set[str] = set()
         self._ns: Any = None
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
+        self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
+        self.unchecked_models: list[HookSpec] = []  # checked once the session has a model
+        self.harness = harness
 
     # -- loading ----------------------------------------------------------------------------
     def load(self) -> None:
@@ -203,10 +204,12 @@ class Hooks:
 
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
-        says to the user (a failure, a timeout) is logged. A prompt hook asks the session's model
-        (:mod:`.prompt_hooks`)."""
+        says to the user (a failure, a timeout) is logged. A prompt hook asks a model
+        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`)."""
+        if hook.kind == "agent":
+            return await ask_agent(self._harness, self.hook_agents, hook, payload, ctx, self.warn)
         if hook.kind == "prompt":
-            return await ask_model(self._harness, hook, payload, ctx)
+            return await ask_model(self._harness, hook, payload, ctx, self.warn)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -233,10 +236,7 @@ class Hooks:
 
     async def owned(self, conversation_id: int, ctx: Context) -> bool:
         """Whether a task owns the conversation (a subagent's)."""
-        registry = getattr(self._harness.harness, "hook_registry", None)
-        if registry is None:
-            return False
-        return len(await registry.ancestry(conversation_id, ctx)) > 1
+        return await self._harness.harness.owner_task(conversation_id, ctx) is not None
 
     async def before_tool(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
         name, arguments = str(call.get("name", "")), call.get("arguments", {})
@@ -505,6 +505,7 @@ class Hooks:
             )
             self._prompts.clear()
             undo.append(ns.unregister)
+            undo.append(self.hook_agents.install(h, ns))
             undo.append(
                 h.hooks(
                     ns,
@@ -559,41 +560,14 @@ def session_facet(env: FacetEnvironment) -> None:
     loaded = anyio.Event()
     env.provide(HooksListing, _ListingService(hooks))
 
-    async def on_conversation(instance: Any, ctx: Context) -> None:
-        """``Notification``: each call of this conversation that starts waiting on the approval
-        dialog or a question, once (only while Notification hooks are loaded)."""
-        with cancel_scope(ctx):
-            await loaded.wait()
-        if not hooks.loaded.for_event("Notification"):
-            return
-        send, receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
-        told: set[str] = set()
-        conversation = instance.conversation.value
-        cid = conversation.get("id") if isinstance(conversation, dict) else None
-
-        def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
-            for call, on, tool in waiting_calls(value):
-                if call not in told:
-                    told.add(call)
-                    name = tool_names(tool, None)[0]
-                    send.send_nowait((f"{cid}:{call}", WAITING_MESSAGES[on].format(tool=name)))
-
-        stop = instance.view.subscribe(deliver)
-        try:
-            with cancel_scope(ctx), receive:
-                async for key, message in receive:
-                    await hooks.notify_once(key, message, ctx)
-        finally:
-            stop()
-            send.close()
-
     async def activate() -> None:
         hooks.load()
+        hooks.unchecked_models = await check_models(harness, hooks.loaded.hooks, hooks.warn)
         loaded.set()
         env.own(harness.add_registration(hooks.install))
         env.own(hooks.session_end)
         if hooks.loaded.for_event("SessionStart"):
             await hooks.session_start(BACKGROUND)
 
-    env.observe(ConversationService, on_conversation)
+    env.observe(ConversationService, lambda i, c: follow_conversation(hooks, loaded, i, c))
     env.on_activate(activate)

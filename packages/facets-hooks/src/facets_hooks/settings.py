@@ -21,8 +21,10 @@ The shape is Claude Code's::
 
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
-``type`` is not ``"command"``, ``"http"`` (:mod:`.http_hooks`) or ``"prompt"``
-(:mod:`.prompt_hooks`, on :data:`PROMPT_EVENTS` only), a missing ``command``, a bad ``timeout``), becomes one line of
+``type`` is not ``"command"``, ``"http"`` (:mod:`.http_hooks`), ``"prompt"``
+(:mod:`.prompt_hooks`) or ``"agent"`` (:mod:`.hook_agents`; these two on :data:`PROMPT_EVENTS`
+only; Claude Code's ``"mcp_tool"`` is named as not run), a missing ``command``, a bad
+``timeout`` or ``model``), becomes one line of
 :attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
 what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
 event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
@@ -58,6 +60,16 @@ DEFAULT_TIMEOUT = 60.0
 
 PROMPT_TIMEOUT = 30.0
 """Seconds a prompt hook's model may take when its entry sets no ``timeout`` (Claude Code's)."""
+
+AGENT_TIMEOUT = 60.0
+"""Seconds an agent hook's subagent may take when its entry sets no ``timeout`` (Claude
+Code's)."""
+
+NOT_RUN_TYPES: dict[str, str] = {
+    "mcp_tool": "calling an MCP server's tool from a hook is not supported here; run the same "
+    'check as a "command" hook',
+}
+"""Claude Code hook types this agent does not run, each with what to do instead."""
 
 PROMPT_EVENTS = frozenset(
     {
@@ -127,9 +139,12 @@ class HookSpec:
     """Variables its command gets on top of the session's: a plugin's hook gets
     ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
     kind: str = "command"
-    """``"command"`` (an HTTP hook too: its command is the program that posts) or
-    ``"prompt"`` (:mod:`.prompt_hooks`: :attr:`command` is the prompt the session's model
-    reads)."""
+    """``"command"`` (an HTTP hook too: its command is the program that posts), ``"prompt"``
+    (:mod:`.prompt_hooks`: :attr:`command` is the prompt a model reads) or ``"agent"``
+    (:mod:`.hook_agents`: :attr:`command` is the prompt a read-only subagent gets)."""
+    model: str | None = None
+    """A prompt or agent hook's ``model`` as written (``haiku``, ``provider/id``, ...):
+    :func:`.prompt_hooks.hook_model` resolves it; ``None``: the session's model."""
 
     @property
     def label(self) -> str:
@@ -217,8 +232,8 @@ def _matcher(value: object, where: str, problems: list[str]) -> tuple[str, re.Pa
         raise ValueError from None
 
 
-def _timeout(value: object, where: str, problems: list[str], prompt: bool = False) -> float:
-    default = PROMPT_TIMEOUT if prompt else DEFAULT_TIMEOUT
+def _timeout(value: object, where: str, problems: list[str], kind: str = "command") -> float:
+    default = {"prompt": PROMPT_TIMEOUT, "agent": AGENT_TIMEOUT}.get(kind, DEFAULT_TIMEOUT)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
@@ -286,14 +301,19 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     problems.append(f"{here}: expected an object; skipped")
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
-                if kind not in ("command", "http", "prompt"):
+                if kind in NOT_RUN_TYPES:
+                    problems.append(
+                        f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; skipped"
+                    )
+                    continue
+                if kind not in ("command", "http", "prompt", "agent"):
                     problems.append(
                         f'{here}: type {json.dumps(kind)} is not supported (only "command", '
-                        '"http" and "prompt"); skipped'
+                        '"http", "prompt" and "agent"); skipped'
                     )
                     continue
                 shown = ""
-                if kind == "prompt":
+                if kind in ("prompt", "agent"):
                     posted = _prompt(hook, event, here, problems)  # pyright: ignore[reportUnknownArgumentType]
                     if posted is None:
                         continue
@@ -308,14 +328,17 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 if not isinstance(command, str) or not command.strip():
                     problems.append(f'{here}: "command" must be a non-empty string; skipped')
                     continue
-                timeout = _timeout(hook.get("timeout"), here, problems, kind == "prompt")  # pyright: ignore[reportUnknownMemberType]
+                timeout = _timeout(hook.get("timeout"), here, problems, kind)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
                 problems += [
                     f"{here}: {key!r} is not supported here: {instead}"
                     for key, instead in ENTRY_FIELDS.items()
                     if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
                 ]
                 spec = HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
-                hooks.append(replace(spec, kind="prompt") if kind == "prompt" else spec)
+                if kind in ("prompt", "agent"):
+                    model = _model(hook.get("model"), here, problems)  # pyright: ignore[reportUnknownMemberType]
+                    spec = replace(spec, kind=kind, model=model)
+                hooks.append(spec)
                 position += 1
     return hooks, problems
 
@@ -325,23 +348,33 @@ def _prompt(
 ) -> tuple[str, str] | None:
     """A prompt hook's ``(prompt, shown)`` (:mod:`.prompt_hooks`), or ``None`` with a
     problem."""
+    kind = str(hook.get("type"))
     if event not in PROMPT_EVENTS:
         problems.append(
-            f'{here}: type "prompt" is not supported for {event} (only for '
+            f"{here}: type {json.dumps(kind)} is not supported for {event} (only for "
             f"{', '.join(sorted(PROMPT_EVENTS))}, as in Claude Code); skipped"
         )
         return None
     prompt = hook.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        problems.append(f'{here}: a prompt hook needs "prompt" (a non-empty string); skipped')
+        problems.append(f'{here}: a {kind} hook needs "prompt" (a non-empty string); skipped')
         return None
-    if hook.get("model") is not None:
-        problems.append(
-            f"{here}: 'model' is not supported here: the session's own model answers the prompt"
-        )
     first = prompt.strip().splitlines()[0]
     more = len(first) > 60 or "\n" in prompt.strip()
-    return prompt, f"prompt: {first[:60]}{'…' if more else ''}"
+    return prompt, f"{kind}: {first[:60]}{'…' if more else ''}"
+
+
+def _model(value: object, here: str, problems: list[str]) -> str | None:
+    """A prompt or agent hook's ``model`` (``None``: the session's), a bad one a problem."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        problems.append(
+            f"{here}: model must be a model name (haiku, sonnet, opus, inherit or "
+            f"provider/id), got {json.dumps(value)}; the session's model answers"
+        )
+        return None
+    return value.strip()
 
 
 def _http(hook: dict[str, Any], here: str, problems: list[str]) -> tuple[str, str] | None:

@@ -27,7 +27,9 @@ contains it plays that script (the first match wins), every other request plays 
                {"text": "The subagent looked."}],
      "conversations": [{"when": "task 1:", "steps": [{"text": "I looked."}]}]}
 
-Each script counts its own conversation's finished answers, and the tool calls of the ``n``-th
+A conversation script may also name a ``model`` (an id): it then plays only to requests for that
+model (a hook's or subagent's own ``model``, say). Each script counts its own conversation's
+finished answers, and the tool calls of the ``n``-th
 conversation script get ids ``faux_c<n>_<step>_<i>``, so no two conversations share a call id.
 The object form may also give ``latency``: seconds every answer waits before it starts (a
 model's time to first token; ``benchmarks/subagents_parallel.py --worker`` uses it so that
@@ -123,10 +125,11 @@ def _with_call_ids(response: FauxResponse, step: int, prefix: str = "") -> FauxR
 
 class ConversationScript(msgspec.Struct, frozen=True):
     """The steps played to the conversations whose system prompt or first user message
-    contains ``when``."""
+    contains ``when`` (and, when ``model`` is given, whose requests are for that model id)."""
 
     when: str
     steps: Sequence[FauxStep]
+    model: str = ""
 
 
 class Script(msgspec.Struct, frozen=True):
@@ -178,7 +181,7 @@ class ScriptedProvider:
             steps = steps.steps
         self._latency = latency
         self._steps = list(steps)
-        self._conversations = [(c.when, list(c.steps)) for c in conversations]
+        self._conversations = [(c.when, c.model, list(c.steps)) for c in conversations]
         self._fallback: FauxStep = fallback if fallback is not None else _script_ended
         self._name = name
         self._models = tuple(models)
@@ -230,8 +233,8 @@ class ScriptedProvider:
         if self._conversations:
             system = "\n".join(request.system)
             first = _first_user_text(request)
-            for number, (when, steps) in enumerate(self._conversations):
-                if when in system or when in first:
+            for number, (when, model, steps) in enumerate(self._conversations):
+                if (when in system or when in first) and model in ("", request.model):
                     return f"c{number}_", steps
         return "", self._steps
 
@@ -428,6 +431,7 @@ class ScriptConversation(msgspec.Struct, forbid_unknown_fields=True, frozen=True
 
     when: str
     steps: list[ScriptStep]
+    model: str = ""
 
 
 class ScriptModel(msgspec.Struct, forbid_unknown_fields=True, frozen=True, rename="camel"):
@@ -551,7 +555,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
             )
     return Script(
         script_steps(parsed.steps),
-        [ConversationScript(c.when, script_steps(c.steps)) for c in parsed.conversations],
+        [ConversationScript(c.when, script_steps(c.steps), c.model) for c in parsed.conversations],
         parsed.latency,
         tuple(model.info() for model in parsed.models),
     )
