@@ -28,7 +28,7 @@ the dialog did not offer. (This replaces the older ``always`` flag, which allowe
 its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
 from where it came from (:class:`RuleEntry`); ``check_rule`` parses a rule a person typed
 (:class:`RuleCheck`) and ``add`` keeps it at a scope (:class:`RuleAddition`; an allow rule for
-all of bash only when ``confirmed``); ``check_command`` says what a ``bash`` call of a
+a whole tool that asks — all of bash, every edit, a whole MCP server — only when ``confirmed``); ``check_command`` says what a ``bash`` call of a
 command would get without asking anyone (:class:`CommandVerdict`: a prompt command's ``!`` lines
 in ``-p``, checked before they run).
 
@@ -284,19 +284,26 @@ class RulesState(TypedDict):
 class RuleCheck(TypedDict):
     """What ``check_rule`` says of a rule a person typed (it parsed): the ``rule`` as it will be
     kept (stripped), its ``kind``, ``widens`` — a sentence naming what it allows when it is an
-    allow rule for all of bash (``Bash``, ``Bash(*)``), which ``add`` keeps only when
-    ``confirmed``; ``""`` otherwise — and the ``scopes`` it can be kept at now (``session``,
-    ``project`` in a trusted project, ``user`` where a config file exists)."""
+    allow rule for a whole tool that asks (``Bash``, ``Bash(*)``, ``Edit``, ``Write``,
+    ``WebFetch`` without a domain, ``WebSearch``, ``mcp__server``, ``mcp__server__tool``), which
+    ``add`` keeps only when ``confirmed``; ``""`` otherwise — and the ``scopes`` it can be kept
+    at now (``session``, ``project`` in a trusted project, ``user`` where a config file exists).
+    With ``widens``, ``allows`` names what for the question's title ("all of bash", "every
+    edit and write", "every tool of the MCP server github") and ``runs`` for its "Yes" answer
+    ("every bash command runs")."""
 
     rule: str
     kind: Literal["allow", "ask", "deny"]
     widens: str
     scopes: list[RuleScope]
+    allows: NotRequired[str]
+    runs: NotRequired[str]
 
 
 class RuleAddition(TypedDict):
     """A rule to add: its text, ``kind`` and ``scope``; ``confirmed`` says the person was shown
-    :attr:`RuleCheck.widens` and agreed (required for an allow rule for all of bash)."""
+    :attr:`RuleCheck.widens` and agreed (required for an allow rule for a whole tool that
+    asks: all of bash, every edit, a whole MCP server...)."""
 
     rule: str
     kind: Literal["allow", "ask", "deny"]
