@@ -103,6 +103,7 @@ __all__ = [
     "ApprovalRulesService",
     "CommandVerdict",
     "Decision",
+    "HookRule",
     "ModeState",
     "PermissionMode",
     "RuleAddition",
@@ -156,6 +157,14 @@ class ApprovalRequest(TypedDict):
     start); a dialog offers "Allow inside the sandbox" (a decision with ``sandboxed``)."""
 
 
+class HookRule(TypedDict):
+    """A session rule a ``PermissionRequest`` hook's allow asked to add (its
+    ``updatedPermissions``): the rule's text and kind."""
+
+    rule: str
+    kind: Literal["allow", "ask", "deny"]
+
+
 class ApprovalDecision(TypedDict):
     """A presentation's answer. ``rule`` and ``scope`` (together, only with ``allow``) also
     keep the request's offered allow rule at that scope, so matching calls do not ask again;
@@ -169,6 +178,14 @@ class ApprovalDecision(TypedDict):
     sandboxed: NotRequired[bool]
     """With ``allow``, when the request offered ``sandbox``: run the call inside the OS sandbox
     (never with a standing ``rule``: a rule would let later calls run unconfined)."""
+    message: NotRequired[str]
+    """A ``PermissionRequest`` hook's deny: its reason, which the model reads."""
+    interrupt: NotRequired[bool]
+    """A ``PermissionRequest`` hook's deny: the turn stops after the refusal."""
+    hookRules: NotRequired[list[HookRule]]
+    """A ``PermissionRequest`` hook's allow: the session rules it asked to add. (``message``,
+    ``interrupt`` and ``hookRules`` are a hook's only: :func:`check_decision` refuses them in a
+    dialog's answer.)"""
 
 
 class ApprovalDialog(Protocol):

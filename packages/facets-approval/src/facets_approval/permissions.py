@@ -389,17 +389,26 @@ class RuleStore:
             self.report(problem)
         return RuleSet(rules, root=root, workspace=workspace), entries
 
-    async def keep(self, rule: str, scope: RuleScope, conversation_id: int, ctx: Context) -> None:
-        """Keep the allow ``rule`` at ``scope`` (a dialog's standing choice for a call in
-        ``conversation_id``); idempotent."""
+    async def keep(
+        self,
+        rule: str,
+        scope: RuleScope,
+        conversation_id: int,
+        ctx: Context,
+        *,
+        kind: RuleKind = "allow",
+    ) -> None:
+        """Keep the ``kind`` ``rule`` (allow: a dialog's standing choice; any kind: a
+        ``PermissionRequest`` hook's ``updatedPermissions``, session only) at ``scope``, for a
+        call in ``conversation_id``; idempotent."""
         parse_rule(rule)  # the offered rule always parses; a bad one never reaches a file
         if scope == "session":
-            ns = self._ns
+            ns, key = self._ns, SESSION_KEYS[kind]
 
             def write(tx: Transaction, _ctx: Context) -> None:
-                stored = list(tx.plugins(ns)["rules"] or [])
+                stored = list(tx.plugins(ns)[key] or [])
                 if rule not in stored:
-                    tx.plugins(ns)["rules"] = [*stored, rule]
+                    tx.plugins(ns)[key] = [*stored, rule]
 
             top = await self._harness.conversation(await self.top(conversation_id, ctx), ctx)
             await (top or await self._harness.root(ctx)).commit(write, ctx)
@@ -410,10 +419,10 @@ class RuleStore:
         existing = [
             r
             for r in self._files()[0]
-            if r.get("rule") == rule and r.get("kind") == "allow" and r.get("scope") == scope
+            if r.get("rule") == rule and r.get("kind") == kind and r.get("scope") == scope
         ]
         if not existing:
-            await anyio.to_thread.run_sync(source.add, rule, "allow", scope)
+            await anyio.to_thread.run_sync(source.add, rule, kind, scope)
 
     async def add(self, rule: Rule, kind: RuleKind, scope: RuleScope, ctx: Context) -> str:
         """Keep the parsed ``rule`` as a ``kind`` rule at ``scope`` (``/permissions``): the
