@@ -652,6 +652,7 @@ async def test_an_allow_rule_for_all_of_bash_needs_a_confirmation_naming_it(
             "WebFetch allows fetching any URL without asking",
         ),
     ],
+    ids=["Edit", "Write", "mcp__github", "WebFetch"],
 )
 async def test_an_allow_rule_for_a_whole_tool_that_asks_needs_a_confirmation_naming_it(
     kit: Any, tmp_path: Path, rule: str, title: str, yes: str, body: str

@@ -50,8 +50,9 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      crash or a reload?);
   2. otherwise (after ``denyInsteadOfPrompting``, which refuses here) run pico3's
      ``permission_request`` point (``api.permission_request``: the hooks feature runs Claude
-     Code's ``PermissionRequest`` hooks there); its answer (:func:`hook_decision`: ``allow``
-     runs the call, ``deny`` refuses it with the hook's message) is the decision, stored as a
+     Code's ``PermissionRequest`` hooks there); its answer (:mod:`.hook_answers`: ``allow``
+     runs the call and keeps the session rules it carries, ``deny`` refuses it with the hook's
+     message, and with ``interrupt`` then ends the turn) is the decision, stored as a
      dialog's is; no answer, or one not in its shape, goes on to the dialog. Then commit
      ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
@@ -689,6 +690,7 @@ def install_approval(
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
+        hooked: Any = False  # the hook that just decided (a decision found in the memo: none)
         if decision is MISSING:
             if action == "run":
                 return done

@@ -182,7 +182,9 @@ def hook_rules(updated: object) -> tuple[list[dict[str, str]], list[str]]:
 async def answer_permission(hooks: HookRunner, call: dict[str, Any], ctx: Context) -> Any:
     """The ``permission_request`` handler: run the ``PermissionRequest`` hooks whose matcher
     takes the call's tool; ``{"behavior": "allow" | "deny", "by": "PermissionRequest hook
-    `<command>`", "message"?: str}`` or ``None`` (no hook, or none answered)."""
+    `<command>`", "message"?: str, "interrupt"?: true, "rules"?: [{"rule", "kind"}]}`` (a
+    deny's ``interrupt``, the ``rules`` of every hook that allowed: :func:`hook_rules`) or
+    ``None`` (no hook, or none answered)."""
     name, arguments = str(call.get("name", "")), call.get("arguments", {})
     names = tool_names(name, arguments)
     matching = [h for h in hooks.loaded.for_event(EVENT) if h.matches(names)]
