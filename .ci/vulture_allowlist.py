@@ -206,3 +206,7 @@ stderrGist
 # coding_agent.settings.config._PermissionsFile's block_reads_outside_working_directories: a key
 # config.toml may hold (checked as a bool here; coding_agent.settings.permissions reads it)
 _.block_reads_outside_working_directories
+
+# facets_approval.contract.ApprovalDecision's hookRules: a field of the decision memo, written
+# and read by key (facets_approval.hook_answers)
+hookRules

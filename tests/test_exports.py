@@ -398,6 +398,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "STRICTEST_FIRST",
             "stricter",
             "ApprovalDecision",
+            "HookRule",
             "ApprovalDialog",
             "ApprovalDialogs",
             "ApprovalMode",

@@ -219,9 +219,18 @@ class ScriptedDialogs(Generic[_Answer]):
 class Prompt:
     """One dialog a :class:`ScriptedTui` shows: what it asked, and a way to answer it."""
 
-    def __init__(self, title: str, choices: list[str], body: str, allow_text: bool) -> None:
+    def __init__(
+        self,
+        title: str,
+        choices: list[str],
+        body: str,
+        allow_text: bool,
+        labels: list[str] | None = None,
+    ) -> None:
         self.title = title
         self.choices = choices
+        self.labels = labels if labels is not None else list(choices)
+        """What each choice says (its value when it is a plain string)."""
         self.body = body
         self.allow_text = allow_text
         self.dismissed = anyio.Event()
@@ -256,7 +265,8 @@ class _ScriptedModal:
     ) -> str | None:
         del hint
         values = [c if isinstance(c, str) else c.value for c in choices]
-        prompt = Prompt(title, values, str(body), allow_text)
+        labels = [c if isinstance(c, str) else (c.label or c.value) for c in choices]
+        prompt = Prompt(title, values, str(body), allow_text, labels)
         self._prompt = prompt
         self._tui.show(prompt)
         with cancel_scope(self._ctx):

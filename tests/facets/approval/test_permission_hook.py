@@ -624,6 +624,80 @@ async def test_an_allow_rule_for_all_of_bash_needs_a_confirmation_naming_it(
         assert len(c.tui.prompts) == 2
 
 
+@pytest.mark.parametrize(
+    ("rule", "title", "yes", "body"),
+    [
+        (
+            "Edit",
+            "Allow every edit and write with Edit?",
+            "Yes, add Edit: every edit and write runs without asking",
+            "Edit allows every file edit and write in the project without asking",
+        ),
+        (
+            "Write",
+            "Allow every write with Write?",
+            "Yes, add Write: every write runs without asking",
+            "Write allows every file write in the project without asking",
+        ),
+        (
+            "mcp__github",
+            "Allow every tool of the MCP server github with mcp__github?",
+            "Yes, add mcp__github: every call of the MCP server github runs without asking",
+            "mcp__github allows every tool of the MCP server github without asking",
+        ),
+        (
+            "WebFetch",
+            "Allow every web fetch with WebFetch?",
+            "Yes, add WebFetch: every fetch of any URL runs without asking",
+            "WebFetch allows fetching any URL without asking",
+        ),
+    ],
+    ids=["Edit", "Write", "mcp__github", "WebFetch"],
+)
+async def test_an_allow_rule_for_a_whole_tool_that_asks_needs_a_confirmation_naming_it(
+    kit: Any, tmp_path: Path, rule: str, title: str, yes: str, body: str
+) -> None:
+    """As for all of bash: the text form and the screen ask a second question, "No" first, that
+    names what the rule allows; the service refuses it unconfirmed; a narrow rule of the same
+    tool, and an ask rule, are added without it."""
+    source = kit.RuleSource({}, scopes=("user",))
+    async with session([], tmp_path, source=source) as s, client(s, kit) as c:
+        command = c.commands.commands["permissions"]
+        for answer in ("keep", "add"):
+            async with anyio.create_task_group() as group:
+                group.start_soon(command, f"allow {rule} --session", BACKGROUND)
+                confirm = await c.tui.next_prompt()
+                assert confirm.title == title
+                assert confirm.choices == ["keep", "add"]  # the safe answer first
+                assert confirm.labels == ["No, do not add it", yes]
+                assert confirm.body.startswith(body)
+                confirm.answer(answer)
+        assert c.commands.notices[-2] == (f"Not added: {rule} (not confirmed)", "information")
+        assert c.commands.notices[-1] == (f"Added allow rule {rule} to this session", "information")
+        with pytest.raises(RemoteServiceError, match="without asking"):
+            await c.rules.add({"rule": rule, "kind": "allow", "scope": "user"}, BACKGROUND)
+        # the screen asks it too, after the scope
+        async with anyio.create_task_group() as group:
+            group.start_soon(command, "", BACKGROUND)
+            (await c.tui.next_prompt()).answer("add")
+            (await c.tui.next_prompt()).answer("allow")
+            (await c.tui.next_prompt()).answer(rule)
+            (await c.tui.next_prompt()).answer("user")
+            confirm = await c.tui.next_prompt()
+            assert confirm.title == title and confirm.choices == ["keep", "add"]
+            confirm.answer("keep")
+        assert source.files == {}
+        asked = len(c.tui.prompts)
+        await command(f"ask {rule} --session", BACKGROUND)  # only allow widens: no question
+        narrow = "Edit(src/**)" if rule in ("Edit", "Write") else "WebFetch(domain:example.com)"
+        await command(f"allow {narrow} --session", BACKGROUND)
+        assert c.commands.notices[-1] == (
+            f"Added allow rule {narrow} to this session",
+            "information",
+        )
+        assert len(c.tui.prompts) == asked
+
+
 async def test_permissions_adds_a_rule_in_a_real_app_with_the_keyboard(
     kit: Any, tmp_path: Path
 ) -> None:

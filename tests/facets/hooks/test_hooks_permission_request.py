@@ -19,6 +19,8 @@ from typing import Any
 import anyio
 import pytest
 
+from chord.context import BACKGROUND
+from coding_agent.session_files.folders import create_session
 from coding_agent.settings.trust import TrustStore
 
 sys.path.insert(0, str(Path(__file__).parent))  # the hooks worker tests' helpers
@@ -31,7 +33,14 @@ from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
     settings,
     write,
 )
-from worker_support import allow, deny  # pyright: ignore[reportMissingImports]
+from worker_support import (  # pyright: ignore[reportMissingImports]
+    Client,
+    allow,
+    connected,
+    deny,
+    text_of,
+    worker_process,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -273,3 +282,166 @@ async def test_a_hooks_allow_does_not_cover_an_edit_only_a_person_may_allow(
     assert guarded["isError"] is True
     assert not (tmp_path / "project" / ".git" / "config").exists()
     assert any("no rule or hook allows a call that asks in every mode" in s for s in stderr)
+
+
+INTERRUPT = """import json, os, sys, time
+event = json.load(sys.stdin)
+command = event["tool_input"]["command"]
+if command.startswith("rm"):
+    deadline = time.monotonic() + 60  # answers once the other call's dialog is open
+    while not os.path.exists(sys.argv[1]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "deny", "message": "deleting is off limits", "interrupt": True}}}))
+# any other command: no decision (the dialog asks)
+"""
+
+
+async def two_prompts(
+    tmp: Path, env: dict[str, str], steps: Any, stderr: list[str], approve: Any = None
+) -> Client:
+    """Two prompts of the user in one worker (``ask`` mode): the second once the first turn
+    ended; returns the client once the second turn ended."""
+    project = tmp / "project"
+    project.mkdir(exist_ok=True)
+    client = Client(approve=approve)
+
+    def on_stderr(line: str) -> None:
+        stderr.append(line)
+        client.notify()
+
+    faux = write(tmp / "script.json", json.dumps(steps))
+    async with (
+        worker_process(
+            create_session(project, env=env),
+            env,
+            "--faux-script",
+            str(faux),
+            "--permission-mode",
+            "ask",
+            on_stderr=on_stderr,
+        ) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "first"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+        await client.root.send({"content": "second"}, BACKGROUND)
+        await client.wait_for(lambda: client.turn_ended(2))
+    return client
+
+
+async def test_a_hooks_deny_with_interrupt_refuses_the_call_and_stops_the_turn(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """Claude Code's ``"interrupt": true``: the model reads the refusal as the call's result,
+    the turn ends as Esc ends it (no model call after the refusal, the other call of the same
+    message is not run and its dialog closes unanswered), and the next prompt is answered."""
+    env = {**agent_env, **home_env(tmp_path)}
+    script = write(tmp_path / "hooks" / "interrupt.py", INTERRUPT)
+    opened = tmp_path / "dialog-open"
+    hook = command(f"{PYTHON} {script} {opened}")
+    settings(tmp_path, {"PermissionRequest": [{"matcher": "Bash", "hooks": [hook]}]})
+    keep = write(tmp_path / "project" / "keep.txt", "kept\n")
+    steps = [
+        {
+            "toolCalls": [
+                {"name": "bash", "arguments": {"command": "rm keep.txt"}},
+                {"name": "bash", "arguments": {"command": "touch other"}},
+            ]
+        },
+        {"text": "the answer to the second prompt"},
+    ]
+    stderr: list[str] = []
+
+    async def leave_open(_facade: Any, _request: dict[str, Any], _ctx: Any) -> None:
+        opened.write_text("")  # nobody answers: the interrupt closes it
+
+    client = await two_prompts(tmp_path, env, steps, stderr, approve=leave_open)
+    ended = [e for e in client.events if e["type"] == "turn.ended"]
+    assert (ended[0]["status"], ended[0].get("reason")) == ("unanswered", "aborted")
+    assert ended[1]["status"] != "unanswered"  # the session goes on with the next prompt
+    (refused,) = [r for r in results(client) if "off limits" in r["content"][0]["text"]]
+    (other,) = [r for r in results(client) if r is not refused]
+    assert refused["isError"] is True
+    assert refused["content"][0]["text"] == (
+        f"Tool call blocked: denied by PermissionRequest hook `{PYTHON} {script} {opened}`: "
+        "deleting is "
+        "off limits. The hook also stopped the turn: wait for the user's next message."
+    )
+    assert other["isError"] is True and "interrupted the turn" in other["content"][0]["text"]
+    assert keep.exists() and not (tmp_path / "project" / "other").exists()
+    (dialog,) = client.approvals  # touch's, open when the hook answered: closed unanswered
+    assert dialog.request["args"]["command"] == "touch other" and not dialog.open
+    texts = [text_of(e) for e in client.entries("pi.assistant")]
+    assert texts.count("the answer to the second prompt") == 1
+    users = [i for i, e in enumerate(client.view["entries"]) if e["kind"] == "pi.user"]
+    answer = next(
+        i
+        for i, e in enumerate(client.view["entries"])
+        if e["kind"] == "pi.assistant" and text_of(e) == "the answer to the second prompt"
+    )
+    assert answer > users[1]  # answered after the second prompt, not in the first turn
+    said = f"PermissionRequest hook `{PYTHON} {script} {opened}` interrupted the turn"
+    assert any(said in line for line in stderr), stderr
+
+
+UPDATED = """import json, sys
+event = json.load(sys.stdin)
+command = event["tool_input"].get("command", "")
+def rules(behavior, destination, *pairs):
+    return {"type": "addRules", "behavior": behavior, "destination": destination,
+            "rules": [{"toolName": t, "ruleContent": c} for t, c in pairs]}
+if command.startswith("echo first"):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "allow", "updatedPermissions": [
+            rules("allow", "session", ("Bash", "echo again:*")),
+            rules("deny", "projectSettings", ("Bash", "rm:*")),
+            rules("allow", "session", ("Bash", None), ("Write", "//tmp/**")),
+            rules("allow", "localSettings", ("Write", ".git/**")),
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+        ]}}}))
+# any other command: no decision (the dialog asks)
+"""
+
+
+async def test_a_hooks_allow_keeps_its_updated_permissions_as_session_rules(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``updatedPermissions`` ``addRules`` become session rules (as ``/permissions ...
+    --session`` adds them): the allow rule lets the next matching call run without a dialog,
+    the deny rule refuses; an allow rule for all of bash is not kept, and an allow rule never
+    opens what asks in every mode (an edit of ``.git/``); what is not kept, or kept otherwise
+    than asked, is logged."""
+    env = {**agent_env, **home_env(tmp_path)}
+    script = write(tmp_path / "hooks" / "updated.py", UPDATED)
+    hook = command(f"{PYTHON} {script}")
+    settings(tmp_path, {"PermissionRequest": [{"hooks": [hook]}]})
+    (tmp_path / "project" / ".git").mkdir(parents=True)
+    keep = write(tmp_path / "project" / "keep.txt", "kept\n")
+    steps = [
+        *bash("echo first > first.txt", "echo again and again", "rm keep.txt")[:-1],
+        {"toolCalls": [{"name": "bash", "arguments": {"command": "touch unlisted"}}]},
+        {"toolCalls": [{"name": "write", "arguments": {"path": ".git/hooks", "content": "x"}}]},
+        {"text": "done"},
+    ]
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, mode="ask", approve=deny, stderr=stderr)
+    first, again, removed, unlisted, guarded = results(client)
+    assert first["isError"] is False and again["isError"] is False
+    assert again["content"][0]["text"].startswith("again and again")
+    assert removed["isError"] is True and "Bash(rm:*)" in removed["content"][0]["text"]
+    assert keep.exists()
+    # no whole-bash rule was kept (touch asked, denied); the .git/ edit asked too
+    assert [d.request["name"] for d in client.approvals] == ["bash", "write"]
+    assert unlisted["isError"] is True and guarded["isError"] is True
+    assert not (tmp_path / "project" / "unlisted").exists()
+    assert not (tmp_path / "project" / ".git" / "hooks").exists()
+    log = "\n".join(stderr)
+    assert "allow rule Bash(echo again:*) kept for this session" in log
+    assert "deny rule Bash(rm:*) kept for this session" in log
+    assert "are for 'projectSettings'; they are kept for this session only" in log
+    assert "allow rule Bash not kept: it allows all of bash without asking" in log
+    assert "allow rule Write(//tmp/**) kept for this session" in log
+    assert "allow rule Write(.git/**) kept for this session" in log  # it covers no .git/ edit
+    assert "updatedPermissions entry of type 'setMode' is not applied here" in log
+    assert "not kept here" not in log and "not honoured here" not in log

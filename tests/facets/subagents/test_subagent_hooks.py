@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from facets_hooks.session import session_facet as hooks_facet
 from facets_subagents.definitions import load_definitions, parse_definition
 from facets_subagents.session import session_facet as subagents_facet
 from pico3 import (
+    TOOL_KIND,
     HarnessOptions,
     HarnessService,
     HarnessServiceApi,
@@ -93,7 +94,9 @@ def read_tool() -> ToolDeclaration:
 
 
 @asynccontextmanager
-async def session(tmp: Path, script: Script) -> AsyncIterator[HarnessServiceApi]:
+async def session(
+    tmp: Path, script: Any, extra: Callable[[Any], list[Callable[[], None]]] | None = None
+) -> AsyncIterator[HarnessServiceApi]:
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     services: dict[str, Any] = {
@@ -112,6 +115,7 @@ async def session(tmp: Path, script: Script) -> AsyncIterator[HarnessServiceApi]
 
         def install(h: Any) -> Any:
             undo = [install_approval(h, allow), h.register_tool(read_tool())]
+            undo.extend(extra(h) if extra is not None else [])
             return lambda: [fn() for fn in reversed(undo)]
 
         env.on_activate(lambda: env.own(harness.add_registration(install)))
@@ -150,6 +154,76 @@ async def test_an_agents_own_hooks_run_only_while_it_runs(tmp_path: Path) -> Non
     # the subagent's one read, then its end as SubagentStop; none for the parent's two reads
     # nor for the parent's own end (Stop)
     assert ran == [["agent", "PreToolUse", "Read"], ["agent", "SubagentStop", None]]
+
+
+class Interrupted:
+    """The parent runs ``hooked``, whose first call is a ``bash`` that a PermissionRequest
+    answer refuses with ``interrupt``; any further model call of either is counted."""
+
+    def __init__(self) -> None:
+        self.parent = 0
+        self.child = 0
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        if any("hooked agent" in s for s in request.system):
+            self.child += 1
+            if self.child == 1:
+                return faux_response(faux_tool_call("bash", {"command": "rm -rf x"}, id="c1"))
+            return faux_response("report: went on")
+        self.parent += 1
+        if self.parent == 1:
+            args = {"description": "hooked", "prompt": "go", "subagent_type": "hooked"}
+            return faux_response(faux_tool_call("agent", args, id="a1"))
+        return faux_response("parent went on")
+
+
+async def test_a_permission_request_interrupt_in_a_subagent_stops_the_users_turn(
+    tmp_path: Path,
+) -> None:
+    """A deny with ``interrupt`` for a subagent's call: the subagent reads the refusal as that
+    call's result, then the whole turn stops (the user's conversation is aborted, as Esc
+    aborts it): neither the subagent nor the parent calls the model again."""
+    agents = tmp_path / "home" / ".claude" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "hooked.md").write_text(agent_text(tmp_path / "hooks.log"))
+    ran: list[str] = []
+
+    async def bash(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        ran.append(args["command"])
+        return ToolResult.text("ran")
+
+    async def refuse(call: Any, api: Any, ctx: Context) -> Any:
+        return {"behavior": "deny", "by": "test hook", "message": "no", "interrupt": True}
+
+    def extra(h: Any) -> list[Callable[[], None]]:
+        ns = h.namespace("test-permission")
+        tool = ToolDeclaration("bash", "Run.", {"type": "object"}, bash)
+        return [
+            ns.unregister,
+            h.hooks(ns, TOOL_KIND, {"permission_request": refuse}),
+            h.register_tool(tool),
+        ]
+
+    script = Interrupted()
+    async with session(tmp_path, script, extra) as service:
+        root = await service.harness.root(BACKGROUND)
+        await root.set_config({"selectedTools": ["read", "agent", "bash"]}, BACKGROUND)
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(60):
+            ended = await handle.wait(BACKGROUND)
+            await root.wait_for_idle(BACKGROUND)
+        results = await root.entries(BACKGROUND, kind="pi.tool_result")
+        before = script.parent  # 1: no model call of the parent after the agent call
+        # the session goes on: the next prompt is answered
+        script.parent = 1  # its next model call answers "parent went on"
+        with anyio.fail_after(60):
+            after = await (await root.send("next", BACKGROUND)).wait(BACKGROUND)
+    assert ran == []
+    assert (before, script.child) == (1, 1)
+    assert (ended.status, ended.reason) == ("unanswered", "aborted")
+    assert after.status == "done"
+    texts = [json.dumps(entry.model) for entry in results]
+    assert any("Tool call aborted" in t for t in texts), texts  # the agent call, interrupted
 
 
 def test_an_agent_file_keeps_only_the_events_a_subagent_has(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ the dialog did not offer. (This replaces the older ``always`` flag, which allowe
 its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
 from where it came from (:class:`RuleEntry`); ``check_rule`` parses a rule a person typed
 (:class:`RuleCheck`) and ``add`` keeps it at a scope (:class:`RuleAddition`; an allow rule for
-all of bash only when ``confirmed``); ``check_command`` says what a ``bash`` call of a
+a whole tool that asks — all of bash, every edit, a whole MCP server — only when ``confirmed``); ``check_command`` says what a ``bash`` call of a
 command would get without asking anyone (:class:`CommandVerdict`: a prompt command's ``!`` lines
 in ``-p``, checked before they run).
 
@@ -103,6 +103,7 @@ __all__ = [
     "ApprovalRulesService",
     "CommandVerdict",
     "Decision",
+    "HookRule",
     "ModeState",
     "PermissionMode",
     "RuleAddition",
@@ -156,6 +157,14 @@ class ApprovalRequest(TypedDict):
     start); a dialog offers "Allow inside the sandbox" (a decision with ``sandboxed``)."""
 
 
+class HookRule(TypedDict):
+    """A session rule a ``PermissionRequest`` hook's allow asked to add (its
+    ``updatedPermissions``): the rule's text and kind."""
+
+    rule: str
+    kind: Literal["allow", "ask", "deny"]
+
+
 class ApprovalDecision(TypedDict):
     """A presentation's answer. ``rule`` and ``scope`` (together, only with ``allow``) also
     keep the request's offered allow rule at that scope, so matching calls do not ask again;
@@ -169,6 +178,14 @@ class ApprovalDecision(TypedDict):
     sandboxed: NotRequired[bool]
     """With ``allow``, when the request offered ``sandbox``: run the call inside the OS sandbox
     (never with a standing ``rule``: a rule would let later calls run unconfined)."""
+    message: NotRequired[str]
+    """A ``PermissionRequest`` hook's deny: its reason, which the model reads."""
+    interrupt: NotRequired[bool]
+    """A ``PermissionRequest`` hook's deny: the turn stops after the refusal."""
+    hookRules: NotRequired[list[HookRule]]
+    """A ``PermissionRequest`` hook's allow: the session rules it asked to add. (``message``,
+    ``interrupt`` and ``hookRules`` are a hook's only: :func:`check_decision` refuses them in a
+    dialog's answer.)"""
 
 
 class ApprovalDialog(Protocol):
@@ -284,19 +301,26 @@ class RulesState(TypedDict):
 class RuleCheck(TypedDict):
     """What ``check_rule`` says of a rule a person typed (it parsed): the ``rule`` as it will be
     kept (stripped), its ``kind``, ``widens`` — a sentence naming what it allows when it is an
-    allow rule for all of bash (``Bash``, ``Bash(*)``), which ``add`` keeps only when
-    ``confirmed``; ``""`` otherwise — and the ``scopes`` it can be kept at now (``session``,
-    ``project`` in a trusted project, ``user`` where a config file exists)."""
+    allow rule for a whole tool that asks (``Bash``, ``Bash(*)``, ``Edit``, ``Write``,
+    ``WebFetch`` without a domain, ``WebSearch``, ``mcp__server``, ``mcp__server__tool``), which
+    ``add`` keeps only when ``confirmed``; ``""`` otherwise — and the ``scopes`` it can be kept
+    at now (``session``, ``project`` in a trusted project, ``user`` where a config file exists).
+    With ``widens``, ``allows`` names what for the question's title ("all of bash", "every
+    edit and write", "every tool of the MCP server github") and ``runs`` for its "Yes" answer
+    ("every bash command runs")."""
 
     rule: str
     kind: Literal["allow", "ask", "deny"]
     widens: str
     scopes: list[RuleScope]
+    allows: NotRequired[str]
+    runs: NotRequired[str]
 
 
 class RuleAddition(TypedDict):
     """A rule to add: its text, ``kind`` and ``scope``; ``confirmed`` says the person was shown
-    :attr:`RuleCheck.widens` and agreed (required for an allow rule for all of bash)."""
+    :attr:`RuleCheck.widens` and agreed (required for an allow rule for a whole tool that
+    asks: all of bash, every edit, a whole MCP server...)."""
 
     rule: str
     kind: Literal["allow", "ask", "deny"]

@@ -27,8 +27,8 @@ Three kinds of source, gathered by :class:`RuleStore` into one :class:`~.rules.R
 
 A dialog's standing choice adds an allow rule (:meth:`RuleStore.keep`); ``/permissions`` adds
 any kind at any offered scope (:meth:`RuleStore.add`, after :meth:`RulesProvider.check_rule`:
-the rule parses, it is not there already, and an allow rule for all of bash was confirmed:
-:func:`widens`). Any kind can be removed. A rule added or removed applies from the next call:
+the rule parses, it is not there already, and an allow rule for a whole tool that asks — all of
+bash, every edit, a whole MCP server, any fetch — was confirmed: :func:`widens`). Any kind can be removed. A rule added or removed applies from the next call:
 every decision reads the files (again when one changed) and the session's storage.
 """
 
@@ -68,6 +68,7 @@ __all__ = [
     "session_rule_reader",
     "top_conversation",
     "turn_rules",
+    "wide_allow",
     "widens",
 ]
 
@@ -90,18 +91,78 @@ def invalid_rule(kind: str, text: object, error: RuleError) -> str:
     return f"{kind} rule {text!r} is invalid ({error})"
 
 
+_STILL = "Deny and ask rules still apply"
+
+
+def wide_allow(rule: Rule, kind: str) -> tuple[str, str, str] | None:
+    """What an allow rule for a whole tool that asks allows, or ``None`` (any other rule):
+    ``(what, runs, sentence)`` — ``what`` names it for the question's title ("all of bash",
+    "every edit"), ``runs`` for its "Yes" answer ("every bash command runs") and ``sentence``
+    says it whole (:func:`widens`). Bash, the edit tools (``Edit``, ``Write``), the fetch tools
+    (``WebFetch`` without a domain), ``WebSearch``, an MCP server (``mcp__github``) and an MCP
+    tool count; a read-only tool does not (it runs without asking already)."""
+    if kind != "allow" or not rule.whole_tool:
+        return None
+    if rule.server is not None:
+        server = rule.server
+        return (
+            f"every tool of the MCP server {server}",
+            f"every call of the MCP server {server} runs",
+            f"{rule.text} allows every tool of the MCP server {server} without asking, whatever "
+            f"the tool does (changing data, sending it anywhere the server reaches). {_STILL}, "
+            "and plan mode still blocks them",
+        )
+    tools = rule.tools
+    if "bash" in tools:
+        return (
+            "all of bash",
+            "every bash command runs",
+            f"{rule.text} allows every bash command without asking: any program, deleting or "
+            f"overwriting any file you can, the network. {_STILL}, and plan mode still blocks "
+            "commands",
+        )
+    if tools & {"edit", "write"}:
+        which = " and ".join(sorted(tools & {"edit", "write"}))
+        return (
+            f"every {which}",
+            f"every {which} runs",
+            f"{rule.text} allows every file {which} in the project without asking, any file and "
+            f"any content. {_STILL}; an edit of .git/, of the agent's configuration or outside "
+            "the project still asks, and plan mode still blocks edits",
+        )
+    if tools & {"web_fetch", "fetch"}:
+        return (
+            "every web fetch",
+            "every fetch of any URL runs",
+            f"{rule.text} allows fetching any URL without asking, on any site: what the agent "
+            f"read can be sent along in the URL. {_STILL}, and plan mode still blocks it",
+        )
+    if "web_search" in tools:
+        return (
+            "every web search",
+            "every web search runs",
+            f"{rule.text} allows every web search without asking: what the agent read can be "
+            f"sent along in a query. {_STILL}, and plan mode still blocks it",
+        )
+    mcp = sorted(t for t in tools if t.startswith("mcp__"))
+    if mcp:
+        return (
+            f"every call of {mcp[0]}",
+            f"every call of {mcp[0]} runs",
+            f"{rule.text} allows every call of the MCP tool {mcp[0]} without asking, whatever "
+            f"its arguments. {_STILL}, and plan mode still blocks it",
+        )
+    return None
+
+
 def widens(rule: Rule, kind: str) -> str:
-    """What an allow rule for all of bash allows, said to the person adding it (``""`` for any
-    other rule). The dialog never offers one (:func:`~.suggest.suggest_rule`); a person may
-    write it, in a file or in ``/permissions`` after confirming. Deny and ask rules still
-    win over it, and plan mode stays read-only."""
-    if kind != "allow" or "bash" not in rule.tools or not rule.whole_tool:
-        return ""
-    return (
-        f"{rule.text} allows every bash command without asking: any program, deleting or "
-        "overwriting any file you can, the network. Deny and ask rules still apply, and plan "
-        "mode still blocks commands"
-    )
+    """What an allow rule for a whole tool that asks allows (:func:`wide_allow`), said to the
+    person adding it (``""`` for any other rule). The dialog never offers one
+    (:func:`~.suggest.suggest_rule`); a person may write it, in a file or in ``/permissions``
+    after confirming, and a ``PermissionRequest`` hook's ``updatedPermissions`` never adds one.
+    Deny and ask rules still win over it, and plan mode stays read-only."""
+    wide = wide_allow(rule, kind)
+    return "" if wide is None else wide[2]
 
 
 class PermissionSource(Protocol):
@@ -328,17 +389,26 @@ class RuleStore:
             self.report(problem)
         return RuleSet(rules, root=root, workspace=workspace), entries
 
-    async def keep(self, rule: str, scope: RuleScope, conversation_id: int, ctx: Context) -> None:
-        """Keep the allow ``rule`` at ``scope`` (a dialog's standing choice for a call in
-        ``conversation_id``); idempotent."""
+    async def keep(
+        self,
+        rule: str,
+        scope: RuleScope,
+        conversation_id: int,
+        ctx: Context,
+        *,
+        kind: RuleKind = "allow",
+    ) -> None:
+        """Keep the ``kind`` ``rule`` (allow: a dialog's standing choice; any kind: a
+        ``PermissionRequest`` hook's ``updatedPermissions``, session only) at ``scope``, for a
+        call in ``conversation_id``; idempotent."""
         parse_rule(rule)  # the offered rule always parses; a bad one never reaches a file
         if scope == "session":
-            ns = self._ns
+            ns, key = self._ns, SESSION_KEYS[kind]
 
             def write(tx: Transaction, _ctx: Context) -> None:
-                stored = list(tx.plugins(ns)["rules"] or [])
+                stored = list(tx.plugins(ns)[key] or [])
                 if rule not in stored:
-                    tx.plugins(ns)["rules"] = [*stored, rule]
+                    tx.plugins(ns)[key] = [*stored, rule]
 
             top = await self._harness.conversation(await self.top(conversation_id, ctx), ctx)
             await (top or await self._harness.root(ctx)).commit(write, ctx)
@@ -349,10 +419,10 @@ class RuleStore:
         existing = [
             r
             for r in self._files()[0]
-            if r.get("rule") == rule and r.get("kind") == "allow" and r.get("scope") == scope
+            if r.get("rule") == rule and r.get("kind") == kind and r.get("scope") == scope
         ]
         if not existing:
-            await anyio.to_thread.run_sync(source.add, rule, "allow", scope)
+            await anyio.to_thread.run_sync(source.add, rule, kind, scope)
 
     async def add(self, rule: Rule, kind: RuleKind, scope: RuleScope, ctx: Context) -> str:
         """Keep the parsed ``rule`` as a ``kind`` rule at ``scope`` (``/permissions``): the
@@ -449,6 +519,9 @@ class RulesProvider:
             "widens": widens(parsed, kind),
             "scopes": self._live().store.scopes(),
         }
+        wide = wide_allow(parsed, kind)
+        if wide is not None:
+            found["allows"], found["runs"] = wide[0], wide[1]
         return parsed, found
 
     async def check_rule(self, rule: Any, kind: Any, ctx: Context) -> RuleCheck:

@@ -12,8 +12,10 @@ session's storage, or the file, comments kept); Escape closes without a change.
 ``check_rule``, and a rule that does not parse is asked for again with the parser's message,
 nothing saved) and where to keep it (:func:`scope_choices`: this project's ``config.toml``
 first, as Claude Code's add dialog offers the project's settings first, only in a trusted
-project; this session; your ``config.toml``). An allow rule for all of bash is added only after
-a second question that names what it allows (:data:`~.contract.RuleCheck` ``widens``).
+project; this session; your ``config.toml``). An allow rule for a whole tool that asks — all of
+bash (``Bash``), every edit (``Edit``, ``Write``), a whole MCP server (``mcp__github``), any
+fetch (``WebFetch`` without a domain) — is added only after a second question that names what
+it allows, "No" first (:data:`~.contract.RuleCheck` ``widens``).
 ``/permissions allow|ask|deny RULE [--session|--project|--user]`` does the same in one line
 (:func:`parse_addition`; no flag: the project when it is trusted, else the session) and says
 where the rule went: ``Added allow rule Bash(npm run test:*) to
@@ -153,14 +155,17 @@ def _added(entry: RuleEntry) -> str:
 
 
 async def _confirm_wide(modal: Modal, found: RuleCheck) -> bool:
-    """Ask before adding an allow rule for all of bash; the safe answer is first."""
+    """Ask before adding an allow rule for a whole tool that asks (all of bash, every edit, a
+    whole MCP server...), naming what it allows; the safe answer is first."""
     from chord.textual import Choice
 
+    allows = found.get("allows") or "a whole tool"
+    runs = found.get("runs") or "every call of it runs"
     answer = await modal.choose(
-        f"Allow all of bash with {found['rule']}?",
+        f"Allow {allows} with {found['rule']}?",
         [
             Choice(KEEP, "No, do not add it"),
-            Choice(ADD, f"Yes, add {found['rule']}: every bash command runs without asking"),
+            Choice(ADD, f"Yes, add {found['rule']}: {runs} without asking"),
         ],
         body=found["widens"] + ".",
         hint="esc does not add it",

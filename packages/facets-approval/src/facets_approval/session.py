@@ -50,8 +50,9 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      crash or a reload?);
   2. otherwise (after ``denyInsteadOfPrompting``, which refuses here) run pico3's
      ``permission_request`` point (``api.permission_request``: the hooks feature runs Claude
-     Code's ``PermissionRequest`` hooks there); its answer (:func:`hook_decision`: ``allow``
-     runs the call, ``deny`` refuses it with the hook's message) is the decision, stored as a
+     Code's ``PermissionRequest`` hooks there); its answer (:mod:`.hook_answers`: ``allow``
+     runs the call and keeps the session rules it carries, ``deny`` refuses it with the hook's
+     message, and with ``interrupt`` then ends the turn) is the decision, stored as a
      dialog's is; no answer, or one not in its shape, goes on to the dialog. Then commit
      ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
@@ -134,6 +135,7 @@ from chord import (
 )
 from pico3 import (
     MISSING,
+    MODEL_CALL_KIND,
     SANDBOX_MODE_SERVICE,
     SANDBOX_SERVICE,
     TOOL_KIND,
@@ -163,6 +165,7 @@ from .contract import (
     stricter,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
+from .hook_answers import Interrupts, Pending, hook_decision, keep_hook_rules, sibling_reason
 from .memory import MemoryFolders, unguarded
 from .permissions import (
     SESSION_KEYS,
@@ -346,28 +349,11 @@ def _block_reason(decision: ApprovalDecision) -> str:
     if by in ("tui", "user"):  # a person answered the dialog
         return "the user denied this call"
     said: Any = decision.get("message")  # a PermissionRequest hook's (hook_decision)
-    if by and isinstance(said, str) and said:
-        return f"denied by {by}: {said}"
-    return f"denied by {by}" if by else "denied"
-
-
-def hook_decision(answer: object) -> ApprovalDecision | None:
-    """The decision a ``permission_request`` answer makes (pico3's point of ``pi.tool``, run
-    right before the dialog would open: Claude Code's ``PermissionRequest`` hooks answer there),
-    or ``None`` — the dialog asks — for no answer or one not in the shape ``{"behavior": "allow"
-    | "deny", "by": "<who>", "message"?: "<why>"}`` (never an allow made of a malformed value).
-    A deny keeps its ``message`` beside the decision, for the reason the model reads."""
-    if not isinstance(answer, dict):
-        return None
-    behavior: Any = answer.get("behavior")  # pyright: ignore[reportUnknownMemberType]
-    by: Any = answer.get("by")  # pyright: ignore[reportUnknownMemberType]
-    if behavior not in ("allow", "deny") or not isinstance(by, str) or not by:
-        return None
-    decision: Any = {"decision": behavior, "by": by}
-    message: Any = answer.get("message")  # pyright: ignore[reportUnknownMemberType]
-    if behavior == "deny" and isinstance(message, str) and message:
-        decision["message"] = message
-    return decision
+    reason = f"denied by {by}: {said}" if by and isinstance(said, str) and said else None
+    reason = reason or (f"denied by {by}" if by else "denied")
+    if decision.get("interrupt") is True:
+        return f"{reason}. The hook also stopped the turn: wait for the user's next message."
+    return reason
 
 
 def _existing_size(arguments: object, workspace: str | None) -> int | None:
@@ -522,6 +508,7 @@ def install_approval(
         },
     )
     store = RuleStore(harness, ns)
+    interrupts = Interrupts(harness)  # a hook's deny that stops the turn (.interrupts)
     memories = MemoryFolders(harness)  # a subagent's memory folder: its own files (.memory)
 
     def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], SessionRules]:
@@ -598,6 +585,9 @@ def install_approval(
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
+        stopping = interrupts.pending(api.conversation_id)
+        if stopping is not None and stopping.call_id != api.call_id:  # a hook stopped the turn
+            return {"block": sibling_reason(tool, stopping)}
         safe = replay_safe(tool)
         offer: str | None = None  # the standing rule a dialog with a reason offers all the same
         workspace = where()[0]
@@ -700,6 +690,7 @@ def install_approval(
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
+        hooked: Any = False  # the hook that just decided (a decision found in the memo: none)
         if decision is MISSING:
             if action == "run":
                 return done
@@ -747,7 +738,15 @@ def install_approval(
                     existing = _existing_size(arguments, workspace)
                     if existing is not None:
                         request["overwrites"] = existing
-                candidate = check_decision(await ask(request, ctx), request)
+                answered = await interrupts.unless_interrupted(
+                    api.conversation_id, lambda: ask(request, ctx)
+                )
+                stopping = interrupts.pending(api.conversation_id)
+                if answered is None and stopping is not None:  # the dialog closed unanswered
+                    if forget is not None:
+                        forget()
+                    return {"block": sibling_reason(tool, stopping)}
+                candidate = check_decision(answered, request)
             decision = await api.memo("decision", candidate, ctx)
             if hooked and decision.get("by") == hooked:  # said on the worker's log
                 verb = "allowed" if decision["decision"] == "allow" else "refused"
@@ -755,7 +754,13 @@ def install_approval(
         if decision["decision"] == "deny":
             if forget is not None:
                 forget()
+            if decision.get("interrupt") is True:  # the refusal, then the turn ends (.hook_answers)
+                top = await store.top(api.conversation_id, ctx)
+                who = decision.get("by") or "a PermissionRequest hook"
+                interrupts.start(api.conversation_id, Pending(api.call_id, top, who))
             return {"block": _block_reason(decision)}
+        if decision.get("hookRules"):  # a PermissionRequest hook's updatedPermissions
+            await keep_hook_rules(store, decision, api.conversation_id, ctx, say=bool(hooked))
         if decision.get("sandboxed") is True and isinstance(arguments, dict):
             inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
             done = {"call": {**call, "arguments": inside}}
@@ -771,6 +776,7 @@ def install_approval(
         # The core blocks every call that needs approval while no authority serves the session
         # (docs/design/harness.md#approval-gate): this hook is it, from here to the uninstall.
         authority = harness.register_approval_authority(hook)
+        stop = harness.hooks(ns, MODEL_CALL_KIND, {"before_request": interrupts.before_request})
     except BaseException:
         ns.unregister()
         raise
@@ -778,6 +784,7 @@ def install_approval(
     def unhook() -> None:
         authority()
         hook()
+        stop()
 
     return ApprovalInstallation(harness, ns, unhook, store)
 

@@ -13,24 +13,37 @@ answers on stdout::
 
 * ``"behavior": "allow"``: the call runs without the dialog;
 * ``"behavior": "deny"`` (or exit 2, stderr the reason): the call is refused with the hook's
-  ``message``, which the model reads;
+  ``message``, which the model reads; with ``"interrupt": true`` the turn stops too, as
+  Esc stops it: the refusal is the call's result, then the turn ends interrupted (the next
+  prompt starts a new one; the approval feature does it, :mod:`facets_approval.hook_answers`);
 * anything else — no output, plain text, a JSON object without a decision, a ``behavior`` that
   is neither, a non-zero exit other than 2, a timeout, a hook that cannot start — is *no
   answer*: the dialog asks as it would have (fail closed: an error never allows);
 * an ``allow`` whose ``updatedInput`` differs from the input the hook read is no answer either
   (this agent does not rewrite calls, and running the original would not be what the hook
-  allowed), and the log says so; ``updatedPermissions`` (rules to keep) are not kept (the call
-  is allowed, the log says the rules were not kept); a deny's ``interrupt`` does not stop the
-  turn (the model reads the refusal and goes on), and the log says so.
+  allowed), and the log says so;
+* an ``allow``'s ``updatedPermissions`` entries of type ``addRules`` (:func:`hook_rules`:
+  ``{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "npm test"}],
+  "behavior": "allow", "destination": "session"}``) are kept as session rules, as
+  ``/permissions allow|ask|deny RULE --session`` keeps them, by the approval feature, which
+  never keeps from a hook an allow rule for a whole tool that asks (``Bash``, ``Edit``,
+  ``mcp__server``...: a person is asked twice for those) and whose allow rules never cover what
+  asks in every mode (an edit of ``.git/`` or outside the project, leaving the sandbox). A
+  ``destination`` other than ``session`` (``localSettings``, ``projectSettings``,
+  ``userSettings``) is kept for this session too, never written into a settings file, and the
+  log says so; other entry types (``replaceRules``, ``removeRules``, ``setMode``,
+  ``addDirectories``...) are not applied, and the log names them.
 
 The matching hooks (matcher on the tool name, as ``PreToolUse``) run one after another in file
 order: the first ``deny`` ends the chain and wins; an ``allow`` stands only when no later hook
-denies. The answer is the approval feature's decision memo once given, so a restarted worker
-does not run the hooks of a call already decided.
+denies (the rules of every hook that allowed are kept). The answer is the approval feature's
+decision memo once given, so a restarted worker does not run the hooks of a call already
+decided.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any, Protocol
 
@@ -39,7 +52,7 @@ from chord import Context
 from .protocol import HookRun, claude_tool, tool_names
 from .settings import HookSpec, LoadedHooks
 
-__all__ = ["HookRunner", "answer_permission", "permission_verdict"]
+__all__ = ["HookRunner", "answer_permission", "hook_rules", "permission_verdict"]
 
 _log = logging.getLogger("facets_hooks")
 
@@ -106,17 +119,72 @@ def _said(run: HookRun, answer: tuple[str, str] | None) -> str | None:
             "allowed with an updatedInput that differs from the call's input; this agent does "
             "not rewrite calls, so it is no answer: the dialog asks"
         )
-    if behavior == "allow" and decision.get("updatedPermissions") is not None:  # pyright: ignore[reportUnknownMemberType]
-        return "allowed the call; its updatedPermissions (rules to keep) are not kept here"
-    if behavior == "deny" and decision.get("interrupt") is True:  # pyright: ignore[reportUnknownMemberType]
-        return "denied with interrupt, which is not honoured here: the call is refused, the turn goes on"
     return None
+
+
+KINDS = ("allow", "ask", "deny")
+"""The rule kinds an ``addRules`` entry's ``behavior`` may name."""
+
+
+def hook_rules(updated: object) -> tuple[list[dict[str, str]], list[str]]:
+    """The session rules an allow's ``updatedPermissions`` asks to add — ``[{"rule":
+    "Bash(npm test)", "kind": "allow"}, ...]``, in the agent's grammar (``toolName`` and
+    ``ruleContent`` as ``Tool(content)``, ``Tool`` without content) — and one sentence per
+    entry or rule that is not applied or is applied otherwise than asked (for the log)."""
+    if updated is None:
+        return [], []
+    if not isinstance(updated, list):
+        return [], [f"its updatedPermissions is not a list ({type(updated).__name__}): ignored"]
+    rules: list[dict[str, str]] = []
+    said: list[str] = []
+    for entry in updated:  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(entry, dict):
+            said.append(f"an updatedPermissions entry is not an object ({entry!r}): ignored")
+            continue
+        kind: Any = entry.get("type")  # pyright: ignore[reportUnknownMemberType]
+        if kind != "addRules":
+            said.append(
+                f"its updatedPermissions entry of type {kind!r} is not applied here (only "
+                "addRules is: rules kept for this session)"
+            )
+            continue
+        behavior: Any = entry.get("behavior")  # pyright: ignore[reportUnknownMemberType]
+        listed: Any = entry.get("rules")  # pyright: ignore[reportUnknownMemberType]
+        if behavior not in KINDS or not isinstance(listed, list):
+            said.append(
+                "an addRules entry needs a behavior (allow, ask or deny) and a list of rules: "
+                f"{json.dumps(entry)[:200]} is ignored"
+            )
+            continue
+        destination: Any = entry.get("destination", "session")  # pyright: ignore[reportUnknownMemberType]
+        texts: list[str] = []
+        for item in listed:  # pyright: ignore[reportUnknownVariableType]
+            tool: Any = item.get("toolName") if isinstance(item, dict) else None  # pyright: ignore[reportUnknownMemberType]
+            content: Any = item.get("ruleContent") if isinstance(item, dict) else None  # pyright: ignore[reportUnknownMemberType]
+            if (
+                not isinstance(tool, str)
+                or not tool.strip()
+                or not (content is None or isinstance(content, str))
+            ):
+                said.append(f"an addRules rule needs a toolName: {item!r} is ignored")
+                continue
+            text = f"{tool.strip()}({content})" if content else tool.strip()
+            texts.append(text)
+            rules.append({"rule": text, "kind": behavior})
+        if destination != "session" and texts:
+            said.append(
+                f"its {behavior} rules {', '.join(texts)} are for {destination!r}; they are kept "
+                "for this session only (a hook's rules are never written into a settings file)"
+            )
+    return rules, said
 
 
 async def answer_permission(hooks: HookRunner, call: dict[str, Any], ctx: Context) -> Any:
     """The ``permission_request`` handler: run the ``PermissionRequest`` hooks whose matcher
     takes the call's tool; ``{"behavior": "allow" | "deny", "by": "PermissionRequest hook
-    `<command>`", "message"?: str}`` or ``None`` (no hook, or none answered)."""
+    `<command>`", "message"?: str, "interrupt"?: true, "rules"?: [{"rule", "kind"}]}`` (a
+    deny's ``interrupt``, the ``rules`` of every hook that allowed: :func:`hook_rules`) or
+    ``None`` (no hook, or none answered)."""
     name, arguments = str(call.get("name", "")), call.get("arguments", {})
     names = tool_names(name, arguments)
     matching = [h for h in hooks.loaded.for_event(EVENT) if h.matches(names)]
@@ -125,6 +193,7 @@ async def answer_permission(hooks: HookRunner, call: dict[str, Any], ctx: Contex
     tool_name, tool_input = claude_tool(name, arguments, hooks.cwd)
     payload = hooks.payload(EVENT, tool_name=tool_name, tool_input=tool_input)
     allowed: dict[str, Any] | None = None
+    rules: list[dict[str, str]] = []
     for hook in matching:
         run = await hooks.run(hook, payload, ctx)
         answer = permission_verdict(run, tool_input)
@@ -138,8 +207,25 @@ async def answer_permission(hooks: HookRunner, call: dict[str, Any], ctx: Contex
             continue
         by = f"{EVENT} hook `{hook.label}`"
         behavior, message = answer
+        decision = _decision(run)
         if behavior == "deny":  # the approval feature logs the decision it makes of it
-            return {"behavior": "deny", "by": by, "message": message}
+            denied: dict[str, Any] = {"behavior": "deny", "by": by, "message": message}
+            if decision.get("interrupt") is True:
+                denied["interrupt"] = True
+            return denied
+        kept, problems = hook_rules(decision.get("updatedPermissions"))
+        for problem in problems:
+            _log.warning("%s %s", where, problem)
+        rules.extend(r for r in kept if r not in rules)
         if allowed is None:
             allowed = {"behavior": "allow", "by": by}
+    if allowed is not None and rules:
+        allowed["rules"] = rules
     return allowed
+
+
+def _decision(run: HookRun) -> dict[str, Any]:
+    """The hook's ``decision`` object (``{}`` when it printed none)."""
+    specific: Any = (run.output or {}).get("hookSpecificOutput")
+    decision: Any = specific.get("decision") if isinstance(specific, dict) else None
+    return decision if isinstance(decision, dict) else {}  # pyright: ignore[reportUnknownVariableType]

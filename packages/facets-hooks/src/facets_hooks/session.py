@@ -4,7 +4,8 @@ Each event and where it runs (docs/design/harness.md#hook-points):
 
 ===================== ==================================================================
 ``PermissionRequest`` ``permission_request`` of ``pi.tool`` (the approval feature runs it right
-                      before it would ask): ``allow``/``deny`` answer the dialog (:mod:`.permission`).
+                      before it would ask): ``allow``/``deny`` answer the dialog (a deny may
+                      stop the turn, an allow add session rules: :mod:`.permission`).
 ``PreToolUse``        ``before_tool`` of ``pi.tool``: exit 2, ``permissionDecision: "deny"``
                       or ``"ask"``, ``decision: "block"``, ``continue: false``, a changed
                       ``updatedInput`` block it (the model reads why); ``"allow"`` adds none.
