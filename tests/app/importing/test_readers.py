@@ -173,3 +173,10 @@ def text_of_message(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(block.get("text", "") for block in content)
+
+
+def test_a_claude_code_session_begun_with_a_slash_command_lists_it_as_typed() -> None:
+    """``import --list`` and ``/import``'s picker show a session's first prompt: when the user
+    began with ``/review cart.py``, that, not the first plain text typed later."""
+    session = read_session_file(FIXTURES / "claude_slash_command.jsonl")
+    assert session.first_prompt == "/review cart.py"

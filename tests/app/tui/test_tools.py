@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from coding_agent.tui import CodingAgentApp
+from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.tools import diff_text, edit_preview
 
 pytestmark = pytest.mark.anyio
@@ -128,6 +129,33 @@ async def test_ctrl_o_toggles_collapsible_output(conversation, docs) -> None:
         assert not box.collapsed  # type: ignore[attr-defined]
         await pilot.press("ctrl+o")
         assert box.collapsed  # type: ignore[attr-defined]
+
+
+async def test_ctrl_o_also_opens_and_folds_imported_lines_the_user_did_not_type(
+    conversation, docs
+) -> None:
+    """An imported session's collapsed meta lines (``(expanded /review prompt)``,
+    ``(compaction summary)``) open and fold with Ctrl+O, as all collapsed output does."""
+    expanded = docs.user_entry(1, "Review cart.py for bugs.") | {
+        "data": {"meta": "expanded /review prompt"}
+    }
+    summary = docs.user_entry(2, "The user asked for a review.") | {
+        "data": {"meta": "compaction summary"}
+    }
+    conversation.change(lambda doc: doc["entries"].extend([expanded, summary]))
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        lines = list(app.transcript.query(".summary.meta").results(QuietCollapsible))
+        assert [str(line.title) for line in lines] == [
+            "(expanded /review prompt)",
+            "(compaction summary)",
+        ]
+        assert all(line.collapsed for line in lines)
+        await pilot.press("ctrl+o")
+        assert not any(line.collapsed for line in lines)
+        await pilot.press("ctrl+o")
+        assert all(line.collapsed for line in lines)
 
 
 def test_diff_text_colours_added_and_removed_lines() -> None:

@@ -25,8 +25,9 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   command wrote, ``local command caveat``, ``compaction summary``, else ``context Claude Code
   added``); the first prompt ``import --list`` shows passes over them too. A typed slash
   command's own line (``<command-name>``, ``<command-args>`` tags) is shown as typed
-  (``/review cart.py``), and a local command's ``<local-command-stdout>`` line (not
-  ``isMeta``) as the collapsed ``output of /model``, as Claude Code shows them.
+  (``/review cart.py``), in the transcript and as the first prompt ``import --list`` shows,
+  and a local command's ``<local-command-stdout>`` line (not ``isMeta``) as the collapsed
+  ``output of /model``, as Claude Code shows them.
 * ``system`` lines are events. One with ``subtype: "compact_boundary"`` starts the
   conversation again after a compaction: its ``parentUuid`` is ``null`` (``logicalParentUuid``
   names the last line before), and the user line after it (``isCompactSummary: true``) holds
@@ -164,7 +165,7 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     ]
     session.name = titles[-1] if titles else ""
     session.first_prompt = first_line(
-        text_of(r["message"].get("content"))
+        _typed_command(r)[1] or _text(r)  # a slash command first: as typed (/review cart.py)
         for r in main
         if r.get("type") == "user"
         and isinstance(r.get("message"), dict)

@@ -31,6 +31,7 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Button
 
+from coding_agent.tui.widgets.collapsible import QuietCollapsible
 from coding_agent.tui.widgets.messages import AssistantView, entry_widget
 from coding_agent.tui.widgets.tools import ToolCard
 from coding_agent.tui.widgets.user_message import UserMessage
@@ -190,13 +191,17 @@ class Transcript(VerticalScroll):
         await self.load_earlier()
 
     def set_tools_collapsed(self, collapsed: bool) -> None:
-        """Collapse or expand every tool output and every big user message (a folded paste);
-        a view following the bottom keeps following."""
+        """Collapse or expand every tool output, every big user message (a folded paste) and
+        every collapsed summary line (a compaction summary, a handoff, an imported line the
+        user did not type, such as ``(expanded /review prompt)``), as Claude Code's and pi's
+        Ctrl+O do; a view following the bottom keeps following."""
         following = self.following
         for card in self.query(ToolCard):
             card.set_collapsed(collapsed)
         for message in self.query(UserMessage):
             message.set_expanded(not collapsed)
+        for summary in self.query(".summary").results(QuietCollapsible):
+            summary.collapsed = collapsed
         if following:
             self.call_after_refresh(self.follow)
 
