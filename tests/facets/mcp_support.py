@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,11 +126,13 @@ async def session(
     allow: bool = True,
     services: dict[str, Any] | None = None,
     extra_facets: Sequence[Any] = (),
+    gate: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Session]:
     """A session host: pico3's harness facet, the approval facet (its dialogs answered by a
         test facet: allow, or deny), the MCP facet; resumed. ``services`` join the harness's
         (``mcp_env`` entries are added to the config's environment); ``extra_facets`` join them (the
-    subagents feature's, say)."""
+    subagents feature's, say); ``gate(request)``, when given, is awaited before each approval
+    dialog is answered (a test holds a call there while it acts)."""
     extra = dict(services or {})
     services = {
         "models": Models([FauxProvider(list(script))]),
@@ -155,6 +157,8 @@ async def session(
 
         async def decide(dialog: Any, ctx: Context) -> None:
             approvals.append(dict(dialog.request.value))
+            if gate is not None:
+                await gate(dict(dialog.request.value))
             await dialog.decide({"decision": "allow" if allow else "deny", "by": "test"}, ctx)
 
         env.observe(ApprovalDialogs, decide)

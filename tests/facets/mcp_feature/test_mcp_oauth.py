@@ -273,7 +273,8 @@ async def test_the_login_command_prints_the_url_and_opens_the_browser(
                 await pilot.pause()  # the toast is a message to the app
                 errors = [n.message for n in app._notifications if n.severity == "error"]  # pyright: ignore[reportPrivateUsage]
                 assert errors == [
-                    "MCP login local: Unknown MCP server 'local' (configured: remote)"
+                    "MCP login local: Unknown MCP server 'local' (configured: remote; a "
+                    "subagent's own servers are known while it runs)"
                 ]
     finally:
         process.terminate()

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp_support import SDK_LEAKS, SERVER, session, stdio_server, write_config
 
+from chord import RemoteServiceError
 from chord.context import BACKGROUND
 from facets_subagents.definitions import parse_definition
 from facets_subagents.session import session_facet as subagents_facet
@@ -156,3 +158,65 @@ async def test_two_subagents_running_at_once_share_one_server(tmp_path: Path) ->
         assert [r["content"][0]["text"] for r in results] == ["report: done"] * 2
         await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
     assert len(marker.read_text().split()) == 1  # one server for both
+
+
+
+class Echoing:
+    """The parent hands one task to ``scratcher``, which calls its server's ``echo`` once and
+    reports what it answered."""
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        last = request.messages[-1]
+        if not any("scratcher" in s for s in request.system):
+            if isinstance(last, UserMessage):
+                args = {"description": "scratch", "prompt": "go", "subagent_type": "scratcher"}
+                return faux_response(faux_tool_call("agent", args, id="a1"))
+            return faux_response("parent done")
+        if isinstance(last, ToolResultMessage):
+            return faux_response(f"report: {last.content[0].text}")  # pyright: ignore[reportAttributeAccessIssue]
+        return faux_response(faux_tool_call("mcp__scratch__echo", {"text": "hi"}, id="e1"))
+
+
+async def test_mcp_restart_restarts_a_running_subagents_server_and_says_when_it_is_not_running(
+    tmp_path: Path,
+) -> None:
+    """``/mcp restart scratch`` (the ``mcp.servers`` service's ``restart``) of a subagent's own
+    server restarts the one the subagent uses while it runs; once the subagent has ended it
+    says, in one line, that the subagent is not running."""
+    marker = tmp_path / "started"
+    agent_file(tmp_path, marker)
+    write_config(tmp_path / "config", {"shared": stdio_server("--name", "shared")})
+    asked, go = anyio.Event(), anyio.Event()
+
+    async def gate(request: dict[str, object]) -> None:
+        if request.get("name") == "mcp__scratch__echo":  # the subagent runs, its call waits
+            asked.set()
+            await go.wait()
+
+    async with session(
+        tmp_path, [Echoing()] * 20, extra_facets=[subagents_facet], gate=gate
+    ) as s:
+        root = await s.root()
+        await root.set_config({"selectedTools": ["agent"]}, BACKGROUND)
+        handle = await root.send("go", BACKGROUND)
+        with anyio.fail_after(60):
+            await asked.wait()
+        await s.mcp.restart("scratch", BACKGROUND)
+        await s.until(
+            lambda v: any(
+                x["name"] == "scratch" and x["restarts"] == 1 and x["state"] == "ready"
+                for x in v["servers"]
+            )
+        )
+        go.set()  # the call goes to the restarted server
+        with anyio.fail_after(60):
+            await handle.wait(BACKGROUND)
+        assert (await s.results())[-1]["content"][0]["text"] == "report: echo: hi"
+        assert len(marker.read_text().split()) == 2  # started, then started again
+        await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
+        with pytest.raises(RemoteServiceError) as raised:
+            await s.mcp.restart("scratch", BACKGROUND)
+        assert raised.value.message == (
+            "MCP server 'scratch' is agent scratcher's own (mcpServers): it runs only while "
+            "that subagent runs, and it is not running now"
+        )

@@ -129,8 +129,10 @@ class McpServersApi(Protocol):
         ...
 
     async def restart(self, name: str, ctx: Context) -> None:
-        """Stop server ``name`` and start it again now (no backoff); raises
-        ``service_invalid_value`` for an unknown name."""
+        """Stop server ``name`` and start it again now (no backoff): a configured server, or a
+        running subagent's own (its definition's ``mcpServers``). Raises
+        ``service_invalid_value`` for an unknown name, or a subagent's server whose subagent
+        is not running (the message says so)."""
         ...
 
     async def login(self, name: str, ctx: Context) -> str | None:

@@ -19,7 +19,9 @@ name — features never import each other — from the task that owns a conversa
   (once no other running subagent shares them) and their tools are removed.
 
 The servers show in the ``mcp.servers`` state after the session's, their ``source`` naming the
-agent. Nothing here is durable: after a restart, the resumed subagent's next model call starts
+agent; ``/mcp restart NAME`` restarts one while its subagent runs (:meth:`ScopedServers.runner`),
+and after it ended says, in one line, whose it was and that it is not running
+(:meth:`ScopedServers.not_running`). Nothing here is durable: after a restart, the resumed subagent's next model call starts
 them again.
 """
 
@@ -119,11 +121,29 @@ class ScopedServers:
         self._watches: dict[int, Callable[[], None]] = {}
         self._warned: set[str] = set()
         self._lock = anyio.Lock()
+        self._ended: dict[str, str] = {}
+        """The servers that ran for a subagent and stopped with it: name → its source."""
 
     def _warn(self, message: str) -> None:
         if message not in self._warned:
             self._warned.add(message)
             _log.warning("%s", message)
+
+    def runner(self, name: str) -> ServerRunner | None:
+        """The runner of the running subagent server ``name`` (``None`` when none runs)."""
+        scoped = self._servers.get(name)
+        return scoped.runner if scoped is not None else None
+
+    def not_running(self, name: str) -> str | None:
+        """Why ``name`` cannot be restarted when it is a subagent's server that stopped with its
+        subagent (one line), else ``None``."""
+        source = self._ended.get(name)
+        if source is None or name in self._servers:
+            return None
+        return (
+            f"MCP server {name!r} is {source.removesuffix(' (mcpServers)')}'s own (mcpServers): "
+            "it runs only while that subagent runs, and it is not running now"
+        )
 
     def registration(self) -> Callable[[Any], Callable[[], None]]:
         """The harness registration of the ``system_instructions`` hook."""
@@ -282,6 +302,7 @@ class ScopedServers:
             scoped.users.discard(task)
             if not scoped.users:
                 del self._servers[name]
+                self._ended[name] = scoped.source
                 scoped.unregister()
                 scoped.close()  # the runner's task is cancelled: the server stops
         for conversation, owner in list(self._owners.items()):

@@ -135,21 +135,27 @@ class McpHost:
 
     # -- the service ---------------------------------------------------------------------------
     async def restart(self, name: Any, ctx: Context) -> None:
-        runner = self._runners.get(name) if isinstance(name, str) else None
-        if runner is None or self._closing:
-            known = ", ".join(self._order) or "none"
-            raise RemoteServiceError(
-                "service_invalid_value", f"Unknown MCP server {name!r} (configured: {known})"
-            )
-        runner.restart()
+        self._runner(name).restart()
+
+    def _runner(self, name: Any) -> ServerRunner:
+        """The runner of server ``name``: the session's, or a running subagent's own
+        (:mod:`.scoped`); a one-line error naming the problem otherwise."""
+        if isinstance(name, str) and not self._closing:
+            runner = self._runners.get(name) or self._scoped.runner(name)
+            if runner is not None:
+                return runner
+            ended = self._scoped.not_running(name)
+            if ended is not None:
+                raise RemoteServiceError("service_invalid_value", ended)
+        known = ", ".join(self._order) or "none"
+        raise RemoteServiceError(
+            "service_invalid_value",
+            f"Unknown MCP server {name!r} (configured: {known}; a subagent's own servers are "
+            "known while it runs)",
+        )
 
     async def login(self, name: Any, ctx: Context) -> str | None:
-        runner = self._runners.get(name) if isinstance(name, str) else None
-        if runner is None or self._closing:
-            known = ", ".join(self._order) or "none"
-            raise RemoteServiceError(
-                "service_invalid_value", f"Unknown MCP server {name!r} (configured: {known})"
-            )
+        runner = self._runner(name)
         from .auth import LoginFailed
 
         try:

@@ -6,7 +6,9 @@ problems above; the list scrolls (arrows, Page Up/Down), so no server is out of 
 server shows its details (:func:`server_lines`): the file it is configured in (and, for
 ``~/.claude.json``, the scope), the reason it failed, the last lines of its stderr, whether it
 is tried again or was given up on, its tools, resources and prompts, and the tools left out (task-augmented ones); **Restart** starts it again at once. ``/mcp restart
-NAME`` does that without the screen.
+NAME`` does that without the screen. A running subagent's own servers (its agent file's
+``mcpServers``) are listed after the session's and restart the same way; once the subagent has
+ended, ``/mcp restart`` says so.
 
 Every prompt of a ready server is a command ``/mcp__<server>__<prompt> ARGS``
 (:func:`prompt_command`): the words of ``ARGS`` fill the prompt's arguments in order (quote a
@@ -356,7 +358,10 @@ async def run_prompt(target: PromptTarget, args: Arguments, ctx: Context) -> Com
 
 
 async def _restart(target: McpTarget, name: str, ctx: Context) -> CommandOutcome:
-    await target.servers.restart(name, ctx)
+    try:
+        await target.servers.restart(name, ctx)
+    except RemoteServiceError as exc:  # unknown, or a subagent's whose subagent is not running
+        raise CommandError(f"MCP restart {name}: {exc.message}") from exc
     return inert(f"Restarting MCP server {name}")
 
 
