@@ -220,3 +220,53 @@ def test_the_approval_side_checks_the_folder_at_each_decision(tmp_path: Path) ->
     assert own_folder({"folder": "relative", "base": str(project)}) is None
     assert own_folder({"folder": str(project), "base": str(project)}) is None
     assert own_folder(None) is None
+
+
+def _git_init(project: Path) -> None:
+    import subprocess
+
+    project.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+
+
+async def test_a_local_memory_folder_git_would_commit_is_warned_about_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Claude Code's ``memory: local`` folder is not for version control: created in a git
+    work tree that does not ignore it, one warning names the ``.gitignore`` line to add (the
+    project's files are left alone); once the folder exists, nothing more is said."""
+    project = tmp_path / "project"
+    _git_init(project)
+    memory = project / ".claude" / "agent-memory-local" / "keeper"
+    agent(tmp_path / "home", "local")
+    with caplog.at_level(logging.WARNING, logger="facets_subagents"):
+        async with session(tmp_path, Script(memory, project), []):
+            pass
+    warned = [r.getMessage() for r in caplog.records if "git would commit" in r.getMessage()]
+    assert warned == [
+        f"{tmp_path / 'home' / '.claude' / 'agents' / 'keeper.md'}: memory: local keeps "
+        f"{project / '.claude' / 'agent-memory-local'}/ on this machine, but git would commit "
+        "it: add the line .claude/agent-memory-local/ to the project's .gitignore (Claude "
+        "Code's local memory is not for version control either)"
+    ]
+    assert memory.is_dir() and not (project / ".gitignore").exists()
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="facets_subagents"):
+        async with session(tmp_path, Script(memory, project), []):
+            pass
+    assert not any("git would commit" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_local_memory_folder_the_project_ignores_is_not_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    project = tmp_path / "project"
+    _git_init(project)
+    (project / ".gitignore").write_text(".claude/agent-memory-local/\n")
+    memory = project / ".claude" / "agent-memory-local" / "keeper"
+    agent(tmp_path / "home", "local")
+    with caplog.at_level(logging.WARNING, logger="facets_subagents"):
+        async with session(tmp_path, Script(memory, project), []):
+            pass
+    assert memory.is_dir()
+    assert not any("git would commit" in r.getMessage() for r in caplog.records)

@@ -19,16 +19,38 @@ A folder that is not where it is written — the project's ``.claude`` or ``agen
 symlink to elsewhere, checked before it is created and again after — is not used: the subagent
 runs without memory, with a warning; so is a ``MEMORY.md`` that is a symlink out of the folder
 (a project's memory comes with the repository, and its ``MEMORY.md`` goes into the prompt).
+
+A ``local`` memory is not for version control. Claude Code's documentation says only that
+``.claude/agent-memory-local/`` should not be checked in; it documents no step that ignores it
+(as it does for ``settings.local.json``), so the project's ``.gitignore`` is left alone here too:
+when :func:`prepare` first creates ``.claude/agent-memory-local/`` in a git work tree whose
+ignore rules (``.gitignore``, ``.git/info/exclude``) do not cover it, one warning
+(:func:`unignored_note`) says so and names the line to add.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MEMORY_BYTES", "MEMORY_LINES", "MEMORY_NOTE", "SCOPES", "memory_folder", "prepare"]
+from pico3 import run_git
+
+__all__ = [
+    "LOCAL_FOLDER",
+    "MEMORY_BYTES",
+    "MEMORY_LINES",
+    "MEMORY_NOTE",
+    "SCOPES",
+    "memory_folder",
+    "prepare",
+    "unignored_note",
+]
+
+LOCAL_FOLDER = ".claude/agent-memory-local"
+"""Where the ``local`` scope's folders are, relative to the project."""
 
 MEMORY_LINES = 200
 """How many lines of ``MEMORY.md`` go into the system prompt (Claude Code's number)."""
@@ -71,8 +93,36 @@ def memory_folder(
     if project is None:
         return None
     base = Path(project)
-    name = "agent-memory" if scope == "project" else "agent-memory-local"
-    return base / ".claude" / name / agent, base
+    if scope == "project":
+        return base / ".claude" / "agent-memory" / agent, base
+    return base / LOCAL_FOLDER / agent, base
+
+
+def unignored_note(project: str | os.PathLike[str]) -> str | None:
+    """The warning for a project whose ``.claude/agent-memory-local/`` git would offer to
+    commit (the project is a git work tree and no ignore rule of its covers the folder);
+    ``None`` when it is ignored, or the project is not a git work tree (or git is missing).
+    Read-only git (:func:`pico3.run_git`): no program the repository configures runs."""
+    try:
+        listed = run_git(
+            project,
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--directory",
+            "--",
+            LOCAL_FOLDER,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0 or not listed.stdout.strip():
+        return None
+    return (
+        f"memory: local keeps {Path(project) / LOCAL_FOLDER}/ on this machine, but git would "
+        f"commit it: add the line {LOCAL_FOLDER}/ to the project's .gitignore (Claude Code's "
+        "local memory is not for version control either)"
+    )
 
 
 def _in_place(folder: Path, base: Path) -> bool:
@@ -83,14 +133,20 @@ def _in_place(folder: Path, base: Path) -> bool:
 
 
 def prepare(
-    scope: str, agent: str, project: str | os.PathLike[str] | None, env: Mapping[str, str]
+    scope: str,
+    agent: str,
+    project: str | os.PathLike[str] | None,
+    env: Mapping[str, str],
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, Any], str] | str:
     """Create the memory folder if needed and read its ``MEMORY.md``: the task input's entry
-    and the text for the system prompt, or a warning saying why the subagent runs without."""
+    and the text for the system prompt, or a warning saying why the subagent runs without.
+    Warnings that do not stop it (:func:`unignored_note`) are appended to ``notes``."""
     found = memory_folder(scope, agent, project, env)
     if found is None:
         return f"memory: {scope} needs a project folder; the subagent runs without memory"
     folder, base = found
+    first_local = scope == "local" and not (base / LOCAL_FOLDER).exists()
     moved = (
         f"memory: {folder} is not where it is written (a symlink on the way leads elsewhere); "
         "the subagent runs without memory (make it a real folder to use it)"
@@ -103,6 +159,10 @@ def prepare(
         return f"memory: cannot create {folder} ({exc}); the subagent runs without memory"
     if not _in_place(folder, base) or not folder.is_dir():
         return moved
+    if first_local and notes is not None:
+        note = unignored_note(base)
+        if note is not None:
+            notes.append(note)
     text = "(empty: nothing saved yet)"
     index = folder / "MEMORY.md"
     if index.is_symlink() or (index.exists() and not index.is_file()):

@@ -282,9 +282,12 @@ class Subagents:
             return None
         services = self._harness.handle.services
         project = services.get("project_root") or services.get("workspace")
+        notes: list[str] = []  # an unignored local memory folder (.memory.unignored_note)
         found = await anyio.to_thread.run_sync(
-            prepare_memory, definition.memory, definition.name, project, self.env
+            prepare_memory, definition.memory, definition.name, project, self.env, notes
         )
+        for note in notes:
+            self.warn(f"{definition.source}: {note}")
         if isinstance(found, str):
             self.warn(f"{definition.source}: {found}")
             return None
