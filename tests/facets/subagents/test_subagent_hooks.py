@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -95,8 +95,13 @@ def read_tool() -> ToolDeclaration:
 
 @asynccontextmanager
 async def session(
-    tmp: Path, script: Any, extra: Callable[[Any], list[Callable[[], None]]] | None = None
+    tmp: Path,
+    script: Any,
+    extra: Callable[[Any], list[Callable[[], None]]] | None = None,
+    dialog: Callable[[Any, Context], Awaitable[Any]] | None = None,
 ) -> AsyncIterator[HarnessServiceApi]:
+    """The harness, the approval feature (its dialog ``dialog``, else allow), the subagents and
+    hooks features; ``extra(h)`` registers more on the harness."""
     project = tmp / "project"
     project.mkdir(exist_ok=True)
     services: dict[str, Any] = {
@@ -114,7 +119,7 @@ async def session(
         workers.append(harness)
 
         def install(h: Any) -> Any:
-            undo = [install_approval(h, allow), h.register_tool(read_tool())]
+            undo = [install_approval(h, dialog or allow), h.register_tool(read_tool())]
             undo.extend(extra(h) if extra is not None else [])
             return lambda: [fn() for fn in reversed(undo)]
 
@@ -237,8 +242,8 @@ def test_an_agent_file_keeps_only_the_events_a_subagent_has(tmp_path: Path) -> N
     }
     assert warnings == (
         "a.md:4: hooks.UserPromptSubmit is not run for a subagent's own hooks (only PreToolUse, "
-        "PostToolUse, PostToolUseFailure, Stop, SubagentStop); put it in settings.json to run "
-        "it for every conversation",
+        "PermissionRequest, PostToolUse, PostToolUseFailure, Notification, Stop, SubagentStop); "
+        "put it in settings.json to run it for every conversation",
     )
     plugin, notes = parse_definition(text, "plugin/agents/a.md", plugin=True)
     assert plugin.hooks is None
@@ -265,3 +270,141 @@ def test_an_untrusted_projects_agent_hooks_never_run(tmp_path: Path) -> None:
     assert untrusted_source(
         str(home / ".coding-agent/agents/x.md"), str(home), False, {"HOME": str(home)}
     )
+
+
+def hook_command(log: Path, printed: dict[str, Any] | None = None) -> str:
+    """A hook command appending ``["agent", event, tool, message]`` to ``log`` and printing
+    ``printed`` (JSON) as its answer."""
+    code = (
+        "import json,sys; p=json.load(sys.stdin); "
+        f"open({str(log)!r},'a').write(json.dumps(['agent', p['hook_event_name'], "
+        "p.get('tool_name'), p.get('message')])+'\\n'); "
+        f"print({json.dumps(json.dumps(printed)) if printed else repr('')})"
+    )
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"
+
+
+class Bashing:
+    """The parent runs ``bash`` (``parent``), then ``hooked``, whose one call is ``bash``
+    (``child``), then ends."""
+
+    def __init__(self) -> None:
+        self.parent = 0
+        self.child = 0
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        if any("hooked agent" in s for s in request.system):
+            self.child += 1
+            if self.child == 1:
+                return faux_response(faux_tool_call("bash", {"command": "child"}, id="c1"))
+            return faux_response("report: done")
+        self.parent += 1
+        if self.parent == 1:
+            return faux_response(faux_tool_call("bash", {"command": "parent"}, id="p1"))
+        if self.parent == 2:
+            args = {"description": "hooked", "prompt": "go", "subagent_type": "hooked"}
+            return faux_response(faux_tool_call("agent", args, id="a1"))
+        return faux_response("parent done")
+
+
+def bash_tool(ran: list[str]) -> Callable[[Any], list[Callable[[], None]]]:
+    async def bash(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        ran.append(args["command"])
+        return ToolResult.text("ran")
+
+    def extra(h: Any) -> list[Callable[[], None]]:
+        return [h.register_tool(ToolDeclaration("bash", "Run.", {"type": "object"}, bash))]
+
+    return extra
+
+
+def hooked_agent(tmp: Path, hooks: dict[str, Any]) -> None:
+    agents = tmp / "home" / ".claude" / "agents"
+    agents.mkdir(parents=True, exist_ok=True)
+    (agents / "hooked.md").write_text(
+        "---\nname: hooked\ndescription: Has its own hooks.\n"
+        f"hooks: {json.dumps(hooks)}\n---\nYou are the hooked agent.\n"
+    )
+
+
+async def run_bashing(
+    tmp: Path, dialog: Callable[[Any, Context], Awaitable[Any]]
+) -> tuple[list[str], Bashing]:
+    ran: list[str] = []
+    script = Bashing()
+    async with session(tmp, script, bash_tool(ran), dialog) as service:
+        root = await service.harness.root(BACKGROUND)
+        await root.set_config({"selectedTools": ["agent", "bash"]}, BACKGROUND)
+        with anyio.fail_after(60):
+            await (await root.send("go", BACKGROUND)).wait(BACKGROUND)
+    return ran, script
+
+
+async def test_an_agents_own_permission_request_hook_answers_its_calls_alone(
+    tmp_path: Path,
+) -> None:
+    """``PermissionRequest`` in an agent file answers the approval dialog for that subagent's
+    calls (here: refuses its ``bash``), never for the parent's, which the dialog decides."""
+    log = tmp_path / "hooks.log"
+    deny = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "not in the subagent"},
+        }
+    }
+    hooks = {
+        "PermissionRequest": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": hook_command(log, deny)}]}
+        ]
+    }
+    hooked_agent(tmp_path, hooks)
+    asked: list[str] = []
+
+    async def dialog(request: Any, ctx: Context) -> Any:
+        asked.append(str(request["args"]["command"]))
+        return {"decision": "allow", "by": "test"}
+
+    ran, script = await run_bashing(tmp_path, dialog)
+    assert ran == ["parent"] and asked == ["parent"]  # the subagent's call: refused by its hook
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [
+        ["agent", "PermissionRequest", "Bash", None]
+    ]
+    assert script.child == 2  # it read the refusal and reported
+
+
+async def test_an_agents_own_notification_hook_runs_when_its_call_waits_for_the_user(
+    tmp_path: Path,
+) -> None:
+    """``Notification`` in an agent file runs when that subagent's call waits on the approval
+    dialog (the dialog here waits until it has), never for the parent's waiting call."""
+    import os
+
+    log = tmp_path / "hooks.log"
+    told = tmp_path / "told.fifo"
+    os.mkfifo(told)
+    notify = hook_command(log) + f" && echo told > {shlex.quote(str(told))}"
+    hooked_agent(tmp_path, {"Notification": [{"hooks": [{"type": "command", "command": notify}]}]})
+    asked: list[str] = []
+
+    def wait_told() -> str:
+        with told.open() as fifo:  # opens once the hook opens it to write
+            return fifo.read()
+
+    async def dialog(request: Any, ctx: Context) -> Any:
+        asked.append(str(request["args"]["command"]))
+        if request["args"]["command"] == "child":  # the subagent's: told before it is answered
+            with anyio.fail_after(60):
+                assert await anyio.to_thread.run_sync(wait_told, abandon_on_cancel=True) == "told\n"
+        return {"decision": "allow", "by": "test"}
+
+    try:
+        ran, _script = await run_bashing(tmp_path, dialog)
+    finally:  # a hook that never came: let the waiting thread go
+        try:
+            os.close(os.open(told, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+    assert ran == ["parent", "child"] and asked == ["parent", "child"]
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [
+        ["agent", "Notification", None, "Claude needs your permission to use Bash"]
+    ]

@@ -8,7 +8,9 @@ frontmatter). This module reads it, by that name — features never import each 
 (:func:`~.settings.parse_settings`: the same events, matchers, ``command``/``http`` entries, and
 one problem line for what is not honoured). The session facet runs those hooks after the
 session's, with the same runner, only on that conversation's events: its tool calls and its
-``SubagentStop``; the root and other subagents never see them.
+``SubagentStop``, and its ``PermissionRequest`` (the approval dialog its calls would open) and
+``Notification`` (its calls waiting for the user) events; the root and other subagents never
+see them.
 
 **An agent hook's own subagent** (a ``"type": "agent"`` hook's, :mod:`.hook_agents`: its
 conversation is owned by a task of kind :data:`~.hook_agents.HOOK_AGENT_KIND`) runs no hooks

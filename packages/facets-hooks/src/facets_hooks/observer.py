@@ -6,7 +6,8 @@ The session facet observes every conversation (``pi.conversation`` instances) wi
 
 * **Notification.** Each call of the conversation that starts waiting on the approval dialog or
   a question (``turn.tools[i].waitingOn``) runs the ``Notification`` hooks once
-  (:meth:`~.session.Hooks.notify_once`), only while such hooks are loaded.
+  (:meth:`~.session.Hooks.notify_once`), only while such hooks are loaded: the session's, or
+  for a subagent's conversation its definition's own (:mod:`.agent_hooks`).
 * **The hooks' models.** A prompt or agent hook's ``model`` alias names a model of the session's
   provider, so it is checked against the session's model (:func:`~.prompt_hooks.check_models`).
   A new session has none when the hooks load (the app gives it one right after the features
@@ -39,12 +40,15 @@ async def follow_conversation(hooks: Any, loaded: anyio.Event, instance: Any, ct
     conversation = instance.conversation.value
     shown: Any = conversation if isinstance(conversation, dict) else {}
     unchecked = bool(hooks.unchecked_models) and not {"parent", "owner"} & set(shown)  # pyright: ignore[reportUnknownArgumentType]
+    cid: Any = shown.get("id")
+    cid = cid if isinstance(cid, int) else None
     notify = bool(hooks.loaded.for_event("Notification"))
+    if not notify and cid is not None and "owner" in shown:  # a subagent's own (.agent_hooks)
+        notify = bool((await hooks.agents.of(cid, ctx)).for_event("Notification"))
     if not (notify or unchecked):
         return
     send, receive = anyio.create_memory_object_stream[tuple[str, str]](math.inf)
     told: set[str] = set()
-    cid = shown.get("id")
 
     def deliver(value: Any, _ctx: Context, _delivery: Any) -> None:
         nonlocal unchecked
@@ -68,7 +72,7 @@ async def follow_conversation(hooks: Any, loaded: anyio.Event, instance: Any, ct
                     if not notify:
                         break
                 else:
-                    await hooks.notify_once(key, message, ctx)
+                    await hooks.notify_once(key, message, cid, ctx)
     finally:
         stop()
         send.close()

@@ -49,6 +49,7 @@ from typing import Any, Protocol
 
 from chord import Context
 
+from .agent_hooks import AgentHooks
 from .protocol import HookRun, claude_tool, tool_names
 from .settings import HookSpec, LoadedHooks
 
@@ -61,10 +62,13 @@ EVENT = "PermissionRequest"
 
 class HookRunner(Protocol):
     """What :func:`answer_permission` needs of the session facet's ``Hooks``: the loaded hooks,
-    the project folder, the event payload and running one hook."""
+    each subagent's own, the project folder, the event payload and running one hook."""
 
     @property
     def loaded(self) -> LoadedHooks: ...
+
+    @property
+    def agents(self) -> AgentHooks: ...
 
     @property
     def cwd(self) -> str: ...
@@ -179,15 +183,19 @@ def hook_rules(updated: object) -> tuple[list[dict[str, str]], list[str]]:
     return rules, said
 
 
-async def answer_permission(hooks: HookRunner, call: dict[str, Any], ctx: Context) -> Any:
+async def answer_permission(
+    hooks: HookRunner, call: dict[str, Any], conversation_id: int, ctx: Context
+) -> Any:
     """The ``permission_request`` handler: run the ``PermissionRequest`` hooks whose matcher
-    takes the call's tool; ``{"behavior": "allow" | "deny", "by": "PermissionRequest hook
+    takes the call's tool (the session's, then those of the subagent whose conversation
+    ``conversation_id`` is, :mod:`.agent_hooks`); ``{"behavior": "allow" | "deny", "by": "PermissionRequest hook
     `<command>`", "message"?: str, "interrupt"?: true, "rules"?: [{"rule", "kind"}]}`` (a
     deny's ``interrupt``, the ``rules`` of every hook that allowed: :func:`hook_rules`) or
     ``None`` (no hook, or none answered)."""
     name, arguments = str(call.get("name", "")), call.get("arguments", {})
     names = tool_names(name, arguments)
-    matching = [h for h in hooks.loaded.for_event(EVENT) if h.matches(names)]
+    found = await hooks.agents.add(hooks.loaded, EVENT, conversation_id, ctx)
+    matching = [h for h in found if h.matches(names)]
     if not matching:
         return None
     tool_name, tool_input = claude_tool(name, arguments, hooks.cwd)

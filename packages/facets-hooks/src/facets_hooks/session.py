@@ -265,7 +265,7 @@ class Hooks:
         return None
 
     async def permission_request(self, call: dict[str, Any], api: Any, ctx: Context) -> Any:
-        return await answer_permission(self, call, ctx)
+        return await answer_permission(self, call, api.conversation_id, ctx)
 
     async def after_tool(
         self, call: dict[str, Any], result: ToolResult, api: Any, ctx: Context
@@ -437,20 +437,26 @@ class Hooks:
             "SessionStart hook additional context: " + "\n".join(parts) if parts else ""
         )
 
-    async def notify(self, message: str, ctx: Context) -> None:
-        """Run the ``Notification`` hooks with ``message`` (their output is for the user)."""
-        for hook in self.loaded.for_event("Notification"):
+    async def notify(self, message: str, conversation_id: int | None, ctx: Context) -> None:
+        """Run the ``Notification`` hooks with ``message`` (their output is for the user): the
+        session's, then those of the subagent whose conversation is ``conversation_id``."""
+        hooks = self.loaded.for_event("Notification")
+        if conversation_id is not None:
+            hooks = await self.agents.add(self.loaded, "Notification", conversation_id, ctx)
+        for hook in hooks:
             run = await self.run(hook, self.payload("Notification", message=message), ctx)
             if run.exit_code == 2 and run.stderr.strip():
                 _log.warning("Notification hook `%s`: %s", hook.command, run.stderr.strip())
 
-    async def notify_once(self, key: str, message: str, ctx: Context) -> None:
+    async def notify_once(
+        self, key: str, message: str, conversation_id: int | None, ctx: Context
+    ) -> None:
         """:meth:`notify` for the waiting call ``key``, unless the session records that it ran
         already; recorded once the hooks ended (the ``hooks`` namespace's ``notified``, the
         newest :data:`KEEP_NOTIFIED`), so a restarted worker does not run them again."""
         ns = self._ns
         if ns is None:
-            await self.notify(message, ctx)
+            await self.notify(message, conversation_id, ctx)
             return
         root = await self._harness.harness.root(ctx)
 
@@ -460,7 +466,7 @@ class Hooks:
 
         if await root.commit(done, ctx):
             return
-        await self.notify(message, ctx)
+        await self.notify(message, conversation_id, ctx)
 
         def record(tx: Any, _ctx: Context) -> None:
             notified = tx.plugins(ns)["notified"]

@@ -141,13 +141,20 @@ def effort(
 
 AGENT_HOOK_EVENTS: Mapping[str, str] = {
     "PreToolUse": "PreToolUse",
+    "PermissionRequest": "PermissionRequest",
     "PostToolUse": "PostToolUse",
     "PostToolUseFailure": "PostToolUseFailure",
+    "Notification": "Notification",
     "Stop": "SubagentStop",
     "SubagentStop": "SubagentStop",
 }
-"""The events an agent's own ``hooks`` run on → the event they run as: its tool calls, and its
-end (``Stop`` in a subagent's frontmatter is its ``SubagentStop``, as Claude Code converts it)."""
+"""The events an agent's own ``hooks`` run on → the event they run as: its tool calls (before,
+when one would ask for approval, after), its calls that wait for the user (``Notification``),
+and its end (``Stop`` in a subagent's frontmatter is its ``SubagentStop``, as Claude Code
+converts it). Claude Code takes every event in an agent file; the others are left out with a
+warning: ``UserPromptSubmit`` (nobody types to a subagent), ``SessionStart``, ``SessionEnd`` and
+``SubagentStart`` (the session's, not a subagent's), ``PreCompact`` (not run for an agent's own
+hooks here)."""
 
 
 def hooks(
