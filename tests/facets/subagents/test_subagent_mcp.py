@@ -160,7 +160,6 @@ async def test_two_subagents_running_at_once_share_one_server(tmp_path: Path) ->
     assert len(marker.read_text().split()) == 1  # one server for both
 
 
-
 class Echoing:
     """The parent hands one task to ``scratcher``, which calls its server's ``echo`` once and
     reports what it answered."""
@@ -193,9 +192,7 @@ async def test_mcp_restart_restarts_a_running_subagents_server_and_says_when_it_
             asked.set()
             await go.wait()
 
-    async with session(
-        tmp_path, [Echoing()] * 20, extra_facets=[subagents_facet], gate=gate
-    ) as s:
+    async with session(tmp_path, [Echoing()] * 20, extra_facets=[subagents_facet], gate=gate) as s:
         root = await s.root()
         await root.set_config({"selectedTools": ["agent"]}, BACKGROUND)
         handle = await root.send("go", BACKGROUND)

@@ -152,7 +152,8 @@ async def test_import_in_the_tui_picks_this_folders_claude_code_session_and_swit
 
     run = await kit.drive(session, keeper(kit, session, agent_env, [], tmp_path), test)
     (option,) = seen["options"]  # the listing of coding-agent import --list
-    assert option.startswith("claude-code") and "   8 messages  Fix it, please." in option
+    # its first prompt: the slash command the user typed first, as typed
+    assert option.startswith("claude-code") and "   8 messages  /review cart.py\n" in option
     assert str(kept / "9a8b7c6d-1e2f-4a3b-8c9d-0e1f2a3b4c5d.jsonl") in option
     assert run.session is not None and run.switches == 1
     assert seen["session"] == run.session.id != session.id
