@@ -289,3 +289,29 @@ async def test_a_prompt_hooks_model_answers_and_one_the_session_lacks_is_named_a
         for line in stderr
     ), stderr
     assert not [line for line in stderr if "not supported" in line], stderr
+
+
+async def test_a_hook_without_model_is_answered_by_the_providers_fast_model(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """As Claude Code, a prompt hook that names no model asks a fast one: the model the
+    ``haiku`` alias names (here ``ANTHROPIC_DEFAULT_HAIKU_MODEL=faux/quick``), not the session's
+    ``faux-1``; nothing is warned (nobody asked for a model)."""
+    env = {**agent_env, **home_env(tmp_path), "ANTHROPIC_DEFAULT_HAIKU_MODEL": "faux/quick"}
+    settings(
+        tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [prompt_hook("Fast $ARGUMENTS")]}]}
+    )
+    steps = {
+        "models": [{"id": "quick"}],
+        "steps": [bash_step("touch quick-heron.txt"), {"text": "done"}],
+        "conversations": [
+            {**answer("Fast", {"ok": True}), "model": "quick"},
+            answer("Fast", {"ok": False, "reason": "the session's model answered"}),
+        ],
+    }
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, stderr=stderr)
+    (ran,) = results(client)
+    assert ran["isError"] is False, ran
+    assert (tmp_path / "project" / "quick-heron.txt").exists()
+    assert not [line for line in stderr if "model" in line and "hook" in line], stderr

@@ -7,8 +7,8 @@ points (docs/design/harness.md#hooks).
   command (stdin JSON, timeout, exit code, JSON output);
 * :mod:`.permission` — ``PermissionRequest``: hooks that answer the approval dialog (pico3's
   ``permission_request`` point, run by the approval feature right before it asks);
-* :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the hook's ``model`` or the
-  session's;
+* :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the hook's ``model``, else the
+  provider's fast model (the ``haiku`` alias's) or the session's;
 * :mod:`.hook_agents` — ``"type": "agent"`` hooks, answered by a read-only subagent;
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;

@@ -12,8 +12,8 @@ does, and an error, a timeout or an answer that is not that JSON gives no verdic
 feature (features never import each other), so this one runs it as that feature does, with
 pico3's public API: a background task of kind :data:`HOOK_AGENT_KIND` in the root conversation
 creates an owned conversation (:func:`pico3.create_owned`) whose model is the hook's
-(:func:`~.prompt_hooks.hook_model`: its ``model``, else the session's), whose tools are ours for
-Read, Grep and Glob (``read``, ``grep``, ``find``) and whose system prompt is
+(:func:`~.prompt_hooks.hook_model`: its ``model``, else the provider's fast model or the
+session's), whose tools are ours for Read, Grep and Glob (``read``, ``grep``, ``find``) and whose system prompt is
 :data:`AGENT_SYSTEM`, sends it the prompt and completes with its last answer. The hook waits
 for the task, at most its ``timeout``; a hook that gives up (a timeout, the call aborted)
 aborts the task. Its owned conversation is in the session like a subagent's (``/tree`` lists

@@ -2,12 +2,16 @@
 
 Claude Code's prompt hooks send the hook's ``prompt`` (``$ARGUMENTS`` replaced by the event's
 JSON, or the JSON appended when the prompt does not name it) to a small model, which answers
-``{"ok": true}`` (go on) or ``{"ok": false, "reason": "..."}`` (stop, with the reason). Here the
-session's own model answers (the root conversation's provider and model, as MCP sampling uses
-it), with no tools and no conversation context, once per hook run.
+``{"ok": true}`` (go on) or ``{"ok": false, "reason": "..."}`` (stop, with the reason). Here a model of
+the session answers (the root conversation's provider's fast model, else its model: below), with
+no tools and no conversation context, once per hook run.
 
-**The hook's ``model``.** Claude Code asks a fast model unless the hook names one; here the
-session's model answers unless the hook names one: ``haiku``, ``sonnet``, ``opus``,
+**The hook's ``model``.** Claude Code asks a fast model unless the hook names one; so does this
+agent when the session's provider has one: a hook without ``model`` is answered by the model the
+``haiku`` alias names (``ANTHROPIC_DEFAULT_HAIKU_MODEL`` when set, else Anthropic's haiku on an
+``anthropic`` session: :func:`fast_model`), and by the session's own model on a provider
+without a known fast model (no warning: nobody asked for one). A hook may name its model:
+``haiku``, ``sonnet``, ``opus``,
 ``inherit``, ``provider/id`` or a bare id, mapped exactly as a subagent definition's ``model:``
 (:func:`pico3.models.resolve_model_spec`: an alias is a model of the session's provider, or what
 ``ANTHROPIC_DEFAULT_HAIKU_MODEL`` & co. name). A name that maps to no model this session has
@@ -40,7 +44,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -63,6 +67,7 @@ __all__ = [
     "PROMPT_SYSTEM",
     "ask_model",
     "check_models",
+    "fast_model",
     "hook_model",
     "prompt_for",
     "read_answer",
@@ -120,9 +125,9 @@ async def hook_model(
     session = (await root.config(BACKGROUND)).get("model")
     if not isinstance(models, Models):
         return session, None
-    if hook.model is None:
-        return session, models.resolve(session)
     env = services.get("mcp_env")
+    if hook.model is None:
+        return fast_model(models, session, os.environ if env is None else env)
     value, note = resolve_model_spec(
         hook.model, session, os.environ if env is None else env, who="the hook"
     )
@@ -137,6 +142,22 @@ async def hook_model(
         )
     if note is not None:
         warn(f"{hook.source}: {hook.event} hook `{hook.label}`: {note}")
+    if resolved is None:
+        return session, models.resolve(session)
+    return value, resolved
+
+
+FAST_ALIAS = "haiku"
+"""The alias a prompt or agent hook without ``model`` is answered by when the session's provider
+has a model for it (Claude Code asks a fast model by default)."""
+
+
+def fast_model(models: Models, session: Any, env: Mapping[str, str]) -> tuple[Any, Any]:
+    """The default model of a prompt or agent hook: the session provider's fast model, the one
+    the ``haiku`` alias names (``ANTHROPIC_DEFAULT_HAIKU_MODEL``, else Anthropic's haiku), when
+    the session has it; else the session's model. Silent: nobody asked for a model."""
+    value, note = resolve_model_spec(FAST_ALIAS, session, env, who="the hook")
+    resolved = models.resolve(value) if note is None and value is not session else None
     if resolved is None:
         return session, models.resolve(session)
     return value, resolved
