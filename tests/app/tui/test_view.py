@@ -246,6 +246,25 @@ async def test_thinking_is_collapsed_and_display_only_entries_are_marked(
         assert app.transcript.rendered_ids == [1, 2, 3, 4]
 
 
+async def test_an_answer_a_hook_stopped_names_the_hook_not_the_user(conversation, docs) -> None:
+    """A ``PermissionRequest`` hook's deny with ``interrupt`` aborts the turn on the hook's
+    behalf: the partial's ``data.stoppedBy`` names it, and the note says so."""
+    aborted = docs.assistant_message(docs.text_block("partial"), stop="aborted")
+    by = "PermissionRequest hook `./guard.sh`"
+    data = {"attempt": 1, "display": aborted, "reason": "aborted", "stoppedBy": by}
+    conversation.change(
+        lambda doc: doc["entries"].append(
+            {"id": 2, "conversationId": 1, "kind": "pi.assistant", "data": data}
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        stopped = app.transcript.widget_for(2)
+        assert isinstance(stopped, AssistantView)
+        assert stopped.note == f"■ Stopped by {by}"
+
+
 async def test_a_rebaseline_keeps_the_load_earlier_affordance(docs) -> None:
     conversation = docs.FakeConversation(docs.empty_view(_transcript(docs, TAIL + 10)))
     app = CodingAgentApp(conversation)

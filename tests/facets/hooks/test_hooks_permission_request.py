@@ -360,6 +360,12 @@ async def test_a_hooks_deny_with_interrupt_refuses_the_call_and_stops_the_turn(
     ended = [e for e in client.events if e["type"] == "turn.ended"]
     assert (ended[0]["status"], ended[0].get("reason")) == ("unanswered", "aborted")
     assert ended[1]["status"] != "unanswered"  # the session goes on with the next prompt
+    # who stopped it reaches the view (clients render from it alone): the event and the
+    # interrupted answer's data name the hook, not "the user"
+    by = f"PermissionRequest hook `{PYTHON} {script} {opened}`"
+    assert ended[0]["detail"] == f"stopped by {by}"
+    (stopped,) = [e for e in client.entries("pi.assistant") if e["data"].get("reason")]
+    assert stopped["data"]["stoppedBy"] == by
     (refused,) = [r for r in results(client) if "off limits" in r["content"][0]["text"]]
     (other,) = [r for r in results(client) if r is not refused]
     assert refused["isError"] is True

@@ -231,5 +231,5 @@ class Interrupts:
         if top is None:  # pragma: no cover - the user's conversation exists while it runs
             return None
         _log.warning("%s interrupted the turn: it stops as Esc stops it", pending.by)
-        await top.abort(ctx)  # marks this model call too: its ctx is cancelled here
+        await top.abort(ctx, by=pending.by)  # marks this model call too: its ctx is cancelled
         return None

@@ -383,10 +383,13 @@ class ConversationHandle:
         """The derived model context (for tooling and tests)."""
         return await self.commit(lambda tx, _ctx: tx.context(self.id), ctx)
 
-    async def abort(self, ctx: Context) -> None:
+    async def abort(self, ctx: Context, *, by: str | None = None) -> None:
         """Conversation abort (docs/design/harness.md#abort): withdraw queued steer/followUp inputs, mark every live
-        foreground task here and in owned conversations; returns once they all ended."""
-        await self._kernel_scheduler().abort_conversation(self.id, ctx)
+        foreground task here and in owned conversations; returns once they all ended. ``by``
+        names who stopped the turn when it was not the user (a feature on a hook's behalf): the
+        turn's end says so (``turn.ended``'s ``detail`` ``stopped by <by>``, an interrupted
+        answer's ``data.stoppedBy``) and clients show it instead of "interrupted by user"."""
+        await self._kernel_scheduler().abort_conversation(self.id, ctx, by=by)
 
     async def wait_for_idle(self, ctx: Context) -> None:
         """Return once this conversation's foreground set is empty."""

@@ -25,7 +25,9 @@ hold it. In ``print`` mode the text of the final answer is the only thing writte
 ``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
 "error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
-code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed), 3 when
+code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed, or a
+hook stopped the turn: a ``PermissionRequest`` deny with ``interrupt``, whose line names the
+hook, ``the turn was stopped by PermissionRequest hook `<command>```), 3 when
 it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
 approval package serves the session: the line names the package and the command that restores
 it), 130 when a signal aborted it (:mod:`coding_agent.cli.interrupt`: the result line's
@@ -750,7 +752,11 @@ def report_turn(
             f"coding-agent: error: blocked the {_describe(request, ' call')}: {request['reason']}",
             file=errors,
         )
-    if not ok:
+    if not ok and status == "unanswered" and detail.startswith("stopped by "):
+        # a hook stopped it (a PermissionRequest deny with interrupt): not the model's failure
+        again = f" (continue the session: coding-agent --resume {turn.session})"
+        print(f"coding-agent: error: the turn was {inert(detail)}{again}", file=errors)
+    elif not ok:
         why = f": {inert(detail)}" if detail else ""
         print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
     elif blocked or unapproved:

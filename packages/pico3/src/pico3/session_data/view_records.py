@@ -143,11 +143,14 @@ class UserEntry(_ModelEntry, frozen=True):
 
 class AssistantData(_Record, frozen=True):
     """``data`` of a ``pi.assistant`` entry. A display-only entry (an aborted or failed
-    generation's partial, never sent to the model again) has ``display`` and ``reason``."""
+    generation's partial, never sent to the model again) has ``display`` and ``reason``; an
+    aborted one also ``stoppedBy`` when the user did not stop it (who did: ``PermissionRequest
+    hook `<command>```)."""
 
     attempt: int | None = None
     display: AssistantMessage | None = None
     reason: str | None = None
+    stopped_by: str | None = None
 
 
 class AssistantEntry(_ModelEntry, frozen=True):

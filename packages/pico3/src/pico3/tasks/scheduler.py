@@ -576,13 +576,19 @@ class Scheduler:
         if running is not None and running.mode == "run":
             running.stop(reason)
 
-    async def abort_conversation(self, conversation_id: int, ctx: Context) -> None:
+    async def abort_conversation(
+        self, conversation_id: int, ctx: Context, *, by: str | None = None
+    ) -> None:
         """Conversation abort (docs/design/harness.md#abort): one commit withdraws queued steer/followUp inputs (queued
         writes stay) and marks every live foreground task of the conversation and, through live
-        foreground owners, of its owned conversations. Returns once every marked task ended."""
+        foreground owners, of its owned conversations. Returns once every marked task ended.
+        ``by`` names who stopped the turn when it was not the user (``PermissionRequest hook
+        `<command>```): kept on the running turn as ``stoppedBy``, which the turn's end reads."""
 
         async def build(tx: Transaction, _ctx: Context) -> list[int]:
             sticky = tx.document("sticky", conversation_id)
+            if by is not None and "turn" in sticky:
+                sticky["turn"]["stoppedBy"] = by
             if "inbox" in sticky:
                 inbox = sticky["inbox"]
                 for index in reversed(range(len(inbox))):

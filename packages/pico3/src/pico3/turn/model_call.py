@@ -669,7 +669,14 @@ async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
             shown["provider"] = str(model.get("provider") or "")
             shown["model"] = str(model.get("modelId") or model.get("id") or "")
         shown["stopReason"] = "aborted"
-        data = {"attempt": checkpoint.get("attempt", 0), "display": shown, "reason": "aborted"}
+        data: dict[str, Any] = {
+            "attempt": checkpoint.get("attempt", 0),
+            "display": shown,
+            "reason": "aborted",
+        }
+        stopped = turn.get("stoppedBy") if turn is not None else None
+        if isinstance(stopped, str):  # stopped on someone's behalf (ConversationHandle.abort)
+            data["stoppedBy"] = stopped
         result: dict[str, Any] = {
             "assistant": tx.append_entry(cid, NewEntry(kind="pi.assistant", data=data)).id
         }

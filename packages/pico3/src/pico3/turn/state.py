@@ -135,9 +135,13 @@ async def settle(
     tx: Transaction, cid: int, inputs: list[int], reason: InputReason, detail: str | None
 ) -> None:
     """End a group without an answer: delete ``sticky.turn``, inputs ``unanswered(reason)``,
-    ``turn.ended``. No boundary runs (aborts and faults leave the queue for a later send)."""
+    ``turn.ended``. No boundary runs (aborts and faults leave the queue for a later send). An
+    abort of a turn someone stopped (its ``stoppedBy``) has the ``detail`` ``stopped by <who>``."""
     sticky = tx.document("sticky", cid)
     if "turn" in sticky:
+        stopped = sticky["turn"].get("stoppedBy")  # an abort on someone's behalf (abort(by=))
+        if reason == "aborted" and detail is None and isinstance(stopped, str):
+            detail = f"stopped by {stopped}"
         del sticky["turn"]
     await resolve_inputs(tx, cid, inputs, reason=reason, detail=detail)
     event: dict[str, Any] = {

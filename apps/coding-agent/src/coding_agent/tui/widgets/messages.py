@@ -100,6 +100,8 @@ class AssistantView(Vertical):
         self._note_text = ""
         self._message: AssistantMessage | None = message
         self.interrupted = False
+        self.stopped_by: str | None = None
+        """Who stopped the answer when the user did not (a hook: ``data.stoppedBy``)."""
         """The user stopped this answer (its entry's ``data.reason`` is ``"aborted"``)."""
         if message is not None:  # built eagerly: tool results find the cards before mount
             for block in message.content:
@@ -253,11 +255,13 @@ class AssistantView(Vertical):
             await widget.remove()
         del self._kinds[length:], self._widgets[length:], self._written[length:]
 
-    def mark_interrupted(self) -> None:
+    def mark_interrupted(self, by: str | None = None) -> None:
         """Say under the answer that the user interrupted it (Esc, or an abort from another
-        client), as Claude Code does; an answer stopped before anything streamed is only
-        this line."""
+        client), as Claude Code does, or who stopped it (``by``: ``PermissionRequest hook
+        `<command>```, the entry's ``data.stoppedBy``); an answer stopped before anything
+        streamed is only this line."""
         self.interrupted = True
+        self.stopped_by = by
         if self._message is not None:
             self._set_note(self._message)
 
@@ -267,7 +271,7 @@ class AssistantView(Vertical):
         error = message.error_message
         note = ""
         if self.interrupted:
-            note = "■ Interrupted by user"
+            note = f"■ Stopped by {self.stopped_by}" if self.stopped_by else "■ Interrupted by user"
         elif reason == "aborted":
             note = "■ aborted"
         elif reason == "error":
@@ -344,7 +348,7 @@ def entry_widget(
         if entry.display_only:
             view.add_class("display-only")
         if entry.data.reason == "aborted":
-            view.mark_interrupted()
+            view.mark_interrupted(entry.data.stopped_by)
         return view
     if isinstance(entry, ToolResultEntry):
         message = entry.message

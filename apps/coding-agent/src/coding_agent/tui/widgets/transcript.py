@@ -314,7 +314,7 @@ class Transcript(VerticalScroll):
         if entry.display_only:
             live.add_class("display-only")
         if entry.data.reason == "aborted":
-            live.mark_interrupted()
+            live.mark_interrupted(entry.data.stopped_by)
         entry_id = entry.id
         self._widgets[entry_id] = live
         self._order.append(entry_id)
