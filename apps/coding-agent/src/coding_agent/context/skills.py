@@ -34,7 +34,9 @@ name), as pi reads them.
 **Progressive disclosure.** Only the names, descriptions and ``SKILL.md`` paths go into the
 system prompt (:func:`render_skills_section`); the model reads a skill's body with the ``read``
 tool when a task matches its description. ``/skill:NAME [args]`` in the TUI loads one
-explicitly (:func:`invoke_skill` builds the message). A skill with
+explicitly (:func:`invoke_skill` builds the message), and so does ``/NAME [args]`` as in Claude
+Code, where skills are slash commands, unless a command or prompt template has that name or the
+skill says ``user-invocable: false``. A skill with
 ``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
 Claude Code's ``context: fork``, ``agent`` and ``hooks`` (:data:`NOT_HONOURED`) and
 ``!`command``` lines are one warning per skill, naming each with what happens instead.
@@ -126,6 +128,9 @@ class Skill(msgspec.Struct, frozen=True):
     """The root it was found in, for display (``~/.claude/skills``, ``.coding-agent/skills``)."""
     model_invocable: bool = True
     """False when the frontmatter says ``disable-model-invocation: true``."""
+    user_invocable: bool = True
+    """False when the frontmatter says ``user-invocable: false``: no ``/NAME`` command (as in
+    Claude Code's ``/`` menu); ``/skill:NAME`` still loads it."""
 
     @property
     def folder(self) -> Path:
@@ -224,7 +229,11 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     if ignored:
         warnings.append(f"{path}: skill {name!r}: not honoured here: " + "; ".join(ignored))
     disabled = meta.get("disable-model-invocation") is True
-    return Skill(name, description, path.resolve(), source, model_invocable=not disabled)
+    hidden = meta.get("user-invocable") is False
+    return Skill(
+        name, description, path.resolve(), source, model_invocable=not disabled,
+        user_invocable=not hidden,
+    )  # fmt: skip
 
 
 def discover_skills(
