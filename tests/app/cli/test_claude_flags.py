@@ -1,6 +1,7 @@
 """Claude Code's command-line spellings through the real binary: its permission modes that mean
 the same are taken (``--permission-mode acceptEdits``), and its other flags stop the run with a
-usage error naming what to write here (``--output-format json`` → ``--json``), nothing run."""
+usage error naming what to write here (``--output-format json`` → ``--json``, ``--model opus``
+→ ``anthropic/claude-opus-…``), nothing run."""
 
 from __future__ import annotations
 
@@ -56,13 +57,15 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
         (["--allowedTools", "Bash(git:*)"], "here: allow rules in permissions.allow"),
         (["--append-system-prompt=be brief"], "here: APPEND_SYSTEM.md"),
         (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
+        # a model the command line cannot use: exit 1, as a model that is not set up
+        (["--model", "opus"], "got 'opus'; for Claude Code's 'opus': anthropic/claude-opus-"),
     ],
 )
 async def test_a_claude_code_flag_is_a_usage_error_naming_what_to_write_here(
     project: Path, agent_env: dict[str, str], flags: list[str], says: str
 ) -> None:
     result = await _run(project, agent_env, "-p", *flags, "write it")
-    assert result.returncode == 2
+    assert result.returncode == (1 if flags[0] == "--model" else 2)
     (line,) = result.stderr.splitlines()
     assert line.startswith("coding-agent: error: ") and says in line, line
     assert not (project / "notes.md").exists()  # nothing ran
