@@ -222,7 +222,10 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     if name != folder_name and path.parent != root and not single_file:
         warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
     if len(description) > MAX_DESCRIPTION:
-        warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
+        warnings.append(
+            f"{path}: the description is longer than {MAX_DESCRIPTION} characters (the Agent "
+            "Skills limit); the skill loads with all of it"
+        )
     ignored = [f"{key} ({why})" for key, why in NOT_HONOURED.items() if meta.get(key) is not None]
     if _INJECTION.search(body):
         ignored.append("!`command` lines (they are not run; the model reads them as written)")
