@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -136,6 +137,17 @@ async def test_a_skill_is_a_slash_command_of_its_own_name_as_in_claude_code(
     assert "unknown command /hidden" in result.stderr.decode()
     result = await _run(project, agent_env, "--json", "/skill:hidden x")
     assert '<skill name="hidden"' in _user_message(result.stdout)
+
+
+async def test_a_plugins_skill_is_also_plugin_colon_name_as_in_claude_code(
+    project: Path, agent_env: dict[str, str], claude_plugins: Callable[..., Path]
+) -> None:
+    claude_plugins(Path(agent_env["CLAUDE_CONFIG_DIR"]), "example-plugin")
+    for command in ("/example-plugin:example-skill", "/example-skill"):
+        result = await _run(project, agent_env, "--json", f"{command} now")
+        assert result.returncode == 0, result.stderr.decode()
+        message = _user_message(result.stdout)
+        assert message.startswith('<skill name="example-skill"') and message.endswith("now")
 
 
 COMMIT_MD = """---

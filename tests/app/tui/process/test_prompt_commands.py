@@ -7,6 +7,7 @@ model. Everything is driven through the keyboard with Textual's Pilot.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,12 @@ async def test_skill_command_sends_the_skill_and_the_prompt_lists_it(
 
 
 async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
-    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    homes: dict[str, Path],
+    claude_plugins: Callable[..., Path],
 ) -> None:
     """``/review the parser`` runs the skill ``review`` as ``/skill:review`` does (Claude Code's
     skills are slash commands); a template of a skill's name keeps the name, and a skill saying
@@ -118,6 +124,7 @@ async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
     clash = homes["skill"].parent.parent / "review-staged" / "SKILL.md"
     clash.parent.mkdir()
     clash.write_text("---\nname: review-staged\ndescription: The skill.\n---\nS\n")
+    claude_plugins(Path(agent_env["CLAUDE_CONFIG_DIR"]), "example-plugin")  # a plugin's skills
     keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
     seen: dict[str, Any] = {}
 
@@ -132,6 +139,7 @@ async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
 
     await kit.drive(session, keeper, test)
     assert {"review", "skill:quiet", "skill:review-staged"} <= seen["names"]
+    assert {"example-skill", "example-plugin:example-skill"} <= seen["names"]
     assert "quiet" not in seen["names"]
     assert seen["staged"].endswith("Review the staged changes")  # the template keeps it
     (sent,) = seen["user"]

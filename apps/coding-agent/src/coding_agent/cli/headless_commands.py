@@ -130,13 +130,16 @@ async def expand_prompt_command(
         if not head or "/" in head or "." in head:  # a path (/etc/hosts …), not a command
             return Expanded(prompt)
         skills = discover_skills(cwd, places=places)
-        skill = skills.get(head)
-        if skill is not None and skill.user_invocable:  # Claude Code's /NAME of a skill
+        skill = skills.command(head)
+        if skill is not None:  # Claude Code's /NAME (a plugin's /PLUGIN:NAME) of a skill
             try:
                 return Expanded(invoke_skill(skill, args))
             except (OSError, FrontmatterError) as error:
                 raise TemplateError(f"{skill.path}: {error}") from None
-        names = [*(t.name for t in templates.templates), *(k.name for k in skills.skills)]
+        names = [
+            *(t.name for t in templates.templates),
+            *(n for k in skills.skills for n in k.slash_names),
+        ]
         raise UnknownCommand(_unknown(head, names))
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):

@@ -137,6 +137,19 @@ class Skill(msgspec.Struct, frozen=True):
         """The skill's folder: relative paths in its instructions start here."""
         return self.path.parent
 
+    @property
+    def slash_names(self) -> tuple[str, ...]:
+        """The commands that run it as in Claude Code besides ``/skill:NAME``: ``NAME``, and a
+        plugin's skill ``PLUGIN:NAME`` too; none for ``user-invocable: false``."""
+        if not self.user_invocable:
+            return ()
+        plugin = self.source.removeprefix("plugin ").partition("@")[0]
+        return (
+            (self.name, f"{plugin}:{self.name}")
+            if self.source.startswith("plugin ")
+            else (self.name,)
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class SkillSet:
@@ -148,6 +161,10 @@ class SkillSet:
     def get(self, name: str) -> Skill | None:
         """The skill called ``name``, or ``None``."""
         return next((skill for skill in self.skills if skill.name == name), None)
+
+    def command(self, name: str) -> Skill | None:
+        """The skill the command ``/name`` runs (:attr:`Skill.slash_names`), or ``None``."""
+        return next((skill for skill in self.skills if name in skill.slash_names), None)
 
 
 def skill_roots(places: Places) -> list[Path]:

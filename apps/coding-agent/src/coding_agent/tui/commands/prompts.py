@@ -319,9 +319,8 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
     return None
 
 
-def _skill_command(skill: Skill, *, plain: bool = False) -> Command[SkillTarget]:
-    name = skill.name if plain else f"skill:{skill.name}"
-    return Command(name, skill.description, run_skill, args=None)
+def _skill_command(skill: Skill, name: str | None = None) -> Command[SkillTarget]:
+    return Command(name or f"skill:{skill.name}", skill.description, run_skill, args=None)
 
 
 def _add(target: PromptsTarget, command: Command[Any], bound: Any) -> ValueError | None:
@@ -356,9 +355,9 @@ def refresh(target: PromptsTarget) -> None:
         error = _add(target, _template_command(template), TemplateTarget(target, template))
         if error is not None and not template.alias:  # a plugin's plain name: /PLUGIN:NAME stays
             problems.append(f"{template.path}: prompt template not added: {error}")
-    for skill in (skill for skill in skills.skills if skill.user_invocable):
+    for one, name in ((k, n) for k in skills.skills for n in k.slash_names):
         # Claude Code's /NAME; a command or template of that name keeps it (/skill:NAME runs it)
-        _add(target, _skill_command(skill, plain=True), SkillTarget(target, skill))
+        _add(target, _skill_command(one, name), SkillTarget(target, one))
     for problem in problems:
         if problem not in target.warned:
             target.warned.add(problem)
