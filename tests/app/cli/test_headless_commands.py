@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import anyio
@@ -111,6 +112,42 @@ async def test_a_skill_is_expanded_in_headless_mode(
     message = _user_message(result.stdout)
     assert message.startswith('<skill name="tidy"') and "Remove dead code." in message
     assert message.endswith("src/")
+
+
+async def test_a_skill_is_a_slash_command_of_its_own_name_as_in_claude_code(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    """Claude Code runs a skill as ``/NAME``; a template of that name keeps it, and a skill
+    saying ``user-invocable: false`` has only ``/skill:NAME``."""
+    skills = Path(agent_env["CLAUDE_CONFIG_DIR"]) / "skills"
+    for name, extra in (("tidy", ""), ("greet", ""), ("hidden", "user-invocable: false\n")):
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: The {name} skill.\n{extra}---\nDo $ARGUMENTS.\n"
+        )
+    (commands / "greet.md").write_text("Greet $1.\n")
+    result = await _run(project, agent_env, "--json", "/tidy src/ now")
+    assert result.returncode == 0, result.stderr.decode()
+    message = _user_message(result.stdout)
+    assert message.startswith('<skill name="tidy"') and "Do src/ now." in message
+    result = await _run(project, agent_env, "--json", "/greet Bob")
+    assert _user_message(result.stdout) == "Greet Bob."  # the template wins
+    result = await _run(project, agent_env, "--json", "/hidden x")
+    assert result.returncode == 2
+    assert "unknown command /hidden" in result.stderr.decode()
+    result = await _run(project, agent_env, "--json", "/skill:hidden x")
+    assert '<skill name="hidden"' in _user_message(result.stdout)
+
+
+async def test_a_plugins_skill_is_also_plugin_colon_name_as_in_claude_code(
+    project: Path, agent_env: dict[str, str], claude_plugins: Callable[..., Path]
+) -> None:
+    claude_plugins(Path(agent_env["CLAUDE_CONFIG_DIR"]), "example-plugin")
+    for command in ("/example-plugin:example-skill", "/example-skill"):
+        result = await _run(project, agent_env, "--json", f"{command} now")
+        assert result.returncode == 0, result.stderr.decode()
+        message = _user_message(result.stdout)
+        assert message.startswith('<skill name="example-skill"') and message.endswith("now")
 
 
 COMMIT_MD = """---

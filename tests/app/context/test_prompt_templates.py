@@ -74,6 +74,15 @@ def test_arguments_fill_positions_and_all_arguments() -> None:
     assert expand_template("$1|$2", 'it"s fine') == 'it"s|fine'
 
 
+def test_arguments_a_body_does_not_name_come_after_it_as_claude_code_puts_them() -> None:
+    # /plain to Bob: nothing typed is dropped
+    assert expand_template("Say hello.\n", ' to "Bob" ') == 'Say hello.\n\nARGUMENTS: to "Bob"'
+    assert expand_template("Say hello.", "") == "Say hello."
+    assert expand_template("Run !`git status` for $1.", "me", outputs={"git status": "ok"}) == (
+        "Run ok for me."
+    )
+
+
 def test_pis_argument_slices_take_words_from_a_position() -> None:
     """pi's ``${@:N}`` (the words from the N-th on) and ``${@:N:L}`` (L words from the N-th)."""
     body = "Component $1 with: ${@:2}; two: ${@:2:2}; from zero: ${@:0}; past the end: [${@:9}]"

@@ -105,6 +105,19 @@ def test_bad_skills_are_warnings_naming_the_file_never_errors(place: SimpleNames
     assert found.get("good").description == "Does things."  # the first one wins
 
 
+def test_a_description_over_the_limit_loads_and_the_warning_says_so(place: SimpleNamespace) -> None:
+    # Anthropic's own claude-api skill has a 1,068-character description
+    long = "Use it. " * 140
+    place.write(place.home / ".claude/skills/long/SKILL.md", skill("long", long))
+    found = discover_skills(place.project, place.env)
+    assert [s.name for s in found.skills] == ["long"]
+    (warning,) = found.warnings
+    assert warning.endswith(
+        "the description is longer than 1024 characters (the Agent Skills limit); the skill "
+        "loads with all of it"
+    )
+
+
 def test_the_section_lists_names_descriptions_and_files_but_not_hidden_skills(
     place: SimpleNamespace,
 ) -> None:

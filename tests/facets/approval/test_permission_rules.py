@@ -259,6 +259,7 @@ DENY_RM = "deny Bash(rm:*)"
         (("deny Agent",), "agent", {"prompt": "p"}, "deny"),
         (("deny BashOutput",), "job_output", {}, "deny"),
         (("deny KillShell",), "job_kill", {"id": "j1"}, "deny"),
+        (("deny AskUserQuestion",), "question", {"question": "q?"}, "deny"),
         (("deny Task",), "bash", {"command": "ls"}, None),
         # a subagent by name: its subagent_type (general-purpose when none is given)
         (("deny Task(code-reviewer)",), "agent", {"subagent_type": "code-reviewer"}, "deny"),

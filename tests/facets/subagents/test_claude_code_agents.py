@@ -281,6 +281,22 @@ def test_model_aliases_map_to_the_callers_provider_and_are_configurable() -> Non
         {"provider": "anthropic", "modelId": "claude-sonnet-4-20250514"},
         None,
     )
+    # a pinned Claude id (wshobson's commands: claude-sonnet-4-0) names no model on openai
+    assert resolve_model("claude-sonnet-4-0", openai, {}) == (
+        openai,
+        "model 'claude-sonnet-4-0' is a Claude model id, which provider 'openai' does not serve: "
+        "the subagent uses the caller's (write provider/id, e.g. anthropic/claude-sonnet-4-0, to "
+        "choose one)",
+    )
+    vertex = {"provider": "vertex", "modelId": "claude-sonnet-4-6"}
+    assert resolve_model("claude-opus-4-1", vertex, {})[0] == {
+        "provider": "vertex",
+        "modelId": "claude-opus-4-1",
+    }
+    assert resolve_model("gpt-5-mini", openai, {})[0] == {
+        "provider": "openai",
+        "modelId": "gpt-5-mini",
+    }
     assert resolve_model("haiku", openai, {}) == (
         openai,
         "model 'haiku' has no model on provider 'openai': the subagent uses the caller's (set "

@@ -104,6 +104,25 @@ async def test_call_to_a_tool_not_offered_is_an_error_result(open_session) -> No
         assert ran == []
 
 
+async def test_a_call_by_claude_codes_name_is_told_which_tool_to_call(open_session) -> None:
+    # a published command says "use the Task tool"; the model is told the offered tool's name
+    script = [
+        calls(("Read", {"file_path": "a"}), ("Task", {"text": "a"}), ("AskUserQuestion", {})),
+        faux_response("done"),
+    ]
+    tools = (declare("read", echo), declare("question", echo))
+    async with tools_session(open_session, script, *tools) as s:
+        await (await s.root.send("go", BACKGROUND)).wait(BACKGROUND)
+        read, task, ask = await results(s)
+        assert "Claude Code's AskUserQuestion is the 'question' tool here" in text_of(ask)
+        assert read.model[0]["isError"] and read.data["diagnostics"][0]["code"] == "not_offered"
+        assert text_of(read) == (
+            "Tool 'Read' was not offered to the model. Claude Code's Read is the 'read' tool "
+            "here: call 'read' instead, with the parameters its definition names."
+        )
+        assert text_of(task) == "Tool 'Task' was not offered to the model."  # no agent tool
+
+
 async def test_missing_and_invalid_calls_are_error_results_not_faults(open_session) -> None:
     script = [calls(("echo", {"text": 5}), ("gone", {})), faux_response("done")]
 

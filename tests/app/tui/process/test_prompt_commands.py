@@ -7,6 +7,7 @@ model. Everything is driven through the keyboard with Textual's Pilot.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,46 @@ async def test_skill_command_sends_the_skill_and_the_prompt_lists_it(
     assert "<name>review</name>" in system
     assert f"<location>{homes['skill']}</location>" in system
     assert "Run scripts/check.sh" not in system  # only the name and description: read it later
+
+
+async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    homes: dict[str, Path],
+    claude_plugins: Callable[..., Path],
+) -> None:
+    """``/review the parser`` runs the skill ``review`` as ``/skill:review`` does (Claude Code's
+    skills are slash commands); a template of a skill's name keeps the name, and a skill saying
+    ``user-invocable: false`` gets no ``/NAME``."""
+    hidden = homes["skill"].parent.parent / "quiet" / "SKILL.md"
+    hidden.parent.mkdir()
+    hidden.write_text("---\nname: quiet\ndescription: Q.\nuser-invocable: false\n---\nQ\n")
+    clash = homes["skill"].parent.parent / "review-staged" / "SKILL.md"
+    clash.parent.mkdir()
+    clash.write_text("---\nname: review-staged\ndescription: The skill.\n---\nS\n")
+    claude_plugins(Path(agent_env["CLAUDE_CONFIG_DIR"]), "example-plugin")  # a plugin's skills
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "ok"}]))
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: "skill:review" in app.tui.commands, "the commands")
+        seen["names"] = set(app.tui.commands)
+        seen["staged"] = app.tui.commands["review-staged"].description
+        await pilot.press(*"/review the parser", "enter")
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+
+    await kit.drive(session, keeper, test)
+    assert {"review", "skill:quiet", "skill:review-staged"} <= seen["names"]
+    assert {"example-skill", "example-plugin:example-skill"} <= seen["names"]
+    assert "quiet" not in seen["names"]
+    assert seen["staged"].endswith("Review the staged changes")  # the template keeps it
+    (sent,) = seen["user"]
+    assert sent.startswith(f'<skill name="review" location="{homes["skill"]}">')
+    assert sent.endswith("</skill>\n\nthe parser")
 
 
 async def test_a_template_is_in_the_palette_and_expands_its_arguments(

@@ -2,8 +2,8 @@
 expanded template, as Claude Code and pi do, not the literal text.
 
 A prompt whose first word is ``/NAME`` naming a prompt template (:mod:`coding_agent.context.
-prompt_templates`) or ``/skill:NAME`` naming a skill is expanded with the rest as its
-arguments. A ``/NAME`` or ``/skill:NAME`` that names none is an error naming the closest ones
+prompt_templates`), or else a skill (as in Claude Code; not one saying ``user-invocable:
+false``), or ``/skill:NAME`` naming a skill is expanded with the rest as its arguments. A ``/NAME`` or ``/skill:NAME`` that names none is an error naming the closest ones
 (:class:`UnknownCommand`, exit 2), as the TUI's "Unknown command"; a first word holding another
 ``/`` or a ``.`` is a path (``/etc/hosts is odd``) and is sent as written, and ``//`` sends the
 rest as text starting with ``/`` (the TUI's escape). A template's
@@ -72,7 +72,7 @@ def _unknown(head: str, names: list[str]) -> str:
     close = difflib.get_close_matches(head, names, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(f'/{n}' for n in close)}?" if close else ""
     return (
-        f"unknown command /{head}{hint} (-p expands prompt templates and /skill:NAME; "
+        f"unknown command /{head}{hint} (-p expands prompt templates and skills; "
         "start the prompt with // to send text beginning with /)"
     )
 
@@ -129,8 +129,17 @@ async def expand_prompt_command(
     if template is None:
         if not head or "/" in head or "." in head:  # a path (/etc/hosts …), not a command
             return Expanded(prompt)
-        skills = discover_skills(cwd, places=places).skills
-        names = [*(t.name for t in templates.templates), *(f"skill:{k.name}" for k in skills)]
+        skills = discover_skills(cwd, places=places)
+        skill = skills.command(head)
+        if skill is not None:  # Claude Code's /NAME (a plugin's /PLUGIN:NAME) of a skill
+            try:
+                return Expanded(invoke_skill(skill, args))
+            except (OSError, FrontmatterError) as error:
+                raise TemplateError(f"{skill.path}: {error}") from None
+        names = [
+            *(t.name for t in templates.templates),
+            *(n for k in skills.skills for n in k.slash_names),
+        ]
         raise UnknownCommand(_unknown(head, names))
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):

@@ -78,6 +78,7 @@ from coding_agent.cli.argv import (
     split_wait_value,
     wait_seconds,
 )
+from coding_agent.cli.claude_flags import claude_flag_hint, permission_mode
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -123,7 +124,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``coding-agent: error: ...``), exit status 2."""
 
     def error(self, message: str) -> NoReturn:
-        _usage_exit(message)
+        hint = claude_flag_hint(message)
+        _usage_exit(f"{message}; {hint}" if hint else message)
 
 
 def _usage_exit(message: str) -> NoReturn:
@@ -288,8 +290,10 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--permission-mode",
         choices=PERMISSION_MODES,
+        type=permission_mode,
         help="the session's permission mode (stored in the session; without it the session "
-        "keeps the mode it had, a new one starts in ask)",
+        "keeps the mode it had, a new one starts in ask; Claude Code's default, acceptEdits "
+        "and plan are taken too)",
     )
     parser.add_argument(
         "--dev",
@@ -1057,6 +1061,9 @@ def parse_command_line(
         named = next((word for word in args.words if word in SUBCOMMANDS), None)
         if named is not None:
             headless.error(f"{named} does not take -p or --json")
+        flags = " ".join(text.partition("=")[0] for text in given if text.startswith("--"))
+        if claude_flag_hint(f"unrecognized arguments: {flags}"):  # --append-system-prompt="a b"
+            headless.error(f"unrecognized arguments: {flags}")
         shown = ", ".join(repr(text if len(text) <= 30 else text[:27] + "...") for text in given)
         headless.error(
             f'one prompt, given {len(given)} ({shown}): quote it as one word (-p "fix the tests")'

@@ -47,7 +47,8 @@ tolerates ``argument-hint: [issue-number] [priority]``; a warning names the file
 * ``@path`` (relative to the working folder) puts the file's text there, in a fence naming it.
   A project's template includes only files inside the project; your own, any file you own.
 
-Substituted text is never expanded again. A file that cannot be read is a warning naming it,
+A body that names none of these gets the arguments after it, as ``ARGUMENTS: …`` (Claude Code's
+way), so what was typed is never dropped. Substituted text is never expanded again. A file that cannot be read is a warning naming it,
 never an error.
 
 ``model:`` (``sonnet``, ``opus``, ``haiku``, ``inherit``, ``provider/id`` or a bare id, mapped as
@@ -445,7 +446,10 @@ def expand_template(
         pieces.append(given[command].rstrip("\n"))
         last = match.end()
     pieces.append(_expand_text(body[last:], args, folder, in_project, name))
-    return "".join(pieces).strip()
+    text = "".join(pieces).strip()
+    if args.strip() and not _PLACEHOLDER.search(body):  # as Claude Code: never dropped
+        text = f"{text}\n\nARGUMENTS: {args.strip()}".strip()
+    return text
 
 
 def _expand_text(text: str, args: str, cwd: Path | None, in_project: bool, name: str) -> str:

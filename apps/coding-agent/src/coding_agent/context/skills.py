@@ -34,7 +34,9 @@ name), as pi reads them.
 **Progressive disclosure.** Only the names, descriptions and ``SKILL.md`` paths go into the
 system prompt (:func:`render_skills_section`); the model reads a skill's body with the ``read``
 tool when a task matches its description. ``/skill:NAME [args]`` in the TUI loads one
-explicitly (:func:`invoke_skill` builds the message). A skill with
+explicitly (:func:`invoke_skill` builds the message), and so does ``/NAME [args]`` as in Claude
+Code, where skills are slash commands, unless a command or prompt template has that name or the
+skill says ``user-invocable: false``. A skill with
 ``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
 Claude Code's ``context: fork``, ``agent`` and ``hooks`` (:data:`NOT_HONOURED`) and
 ``!`command``` lines are one warning per skill, naming each with what happens instead.
@@ -126,11 +128,27 @@ class Skill(msgspec.Struct, frozen=True):
     """The root it was found in, for display (``~/.claude/skills``, ``.coding-agent/skills``)."""
     model_invocable: bool = True
     """False when the frontmatter says ``disable-model-invocation: true``."""
+    user_invocable: bool = True
+    """False when the frontmatter says ``user-invocable: false``: no ``/NAME`` command (as in
+    Claude Code's ``/`` menu); ``/skill:NAME`` still loads it."""
 
     @property
     def folder(self) -> Path:
         """The skill's folder: relative paths in its instructions start here."""
         return self.path.parent
+
+    @property
+    def slash_names(self) -> tuple[str, ...]:
+        """The commands that run it as in Claude Code besides ``/skill:NAME``: ``NAME``, and a
+        plugin's skill ``PLUGIN:NAME`` too; none for ``user-invocable: false``."""
+        if not self.user_invocable:
+            return ()
+        plugin = self.source.removeprefix("plugin ").partition("@")[0]
+        return (
+            (self.name, f"{plugin}:{self.name}")
+            if self.source.startswith("plugin ")
+            else (self.name,)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +161,10 @@ class SkillSet:
     def get(self, name: str) -> Skill | None:
         """The skill called ``name``, or ``None``."""
         return next((skill for skill in self.skills if skill.name == name), None)
+
+    def command(self, name: str) -> Skill | None:
+        """The skill the command ``/name`` runs (:attr:`Skill.slash_names`), or ``None``."""
+        return next((skill for skill in self.skills if name in skill.slash_names), None)
 
 
 def skill_roots(places: Places) -> list[Path]:
@@ -217,14 +239,21 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     if name != folder_name and path.parent != root and not single_file:
         warnings.append(f"{path}: skill name {name!r} does not match its folder {folder_name!r}")
     if len(description) > MAX_DESCRIPTION:
-        warnings.append(f"{path}: the description is longer than {MAX_DESCRIPTION} characters")
+        warnings.append(
+            f"{path}: the description is longer than {MAX_DESCRIPTION} characters (the Agent "
+            "Skills limit); the skill loads with all of it"
+        )
     ignored = [f"{key} ({why})" for key, why in NOT_HONOURED.items() if meta.get(key) is not None]
     if _INJECTION.search(body):
         ignored.append("!`command` lines (they are not run; the model reads them as written)")
     if ignored:
         warnings.append(f"{path}: skill {name!r}: not honoured here: " + "; ".join(ignored))
     disabled = meta.get("disable-model-invocation") is True
-    return Skill(name, description, path.resolve(), source, model_invocable=not disabled)
+    hidden = meta.get("user-invocable") is False
+    return Skill(
+        name, description, path.resolve(), source, model_invocable=not disabled,
+        user_invocable=not hidden,
+    )  # fmt: skip
 
 
 def discover_skills(

@@ -50,7 +50,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from pico3.models import ModelCost, ModelInfo
+from pico3.models import ANTHROPIC_ALIASES, ModelCost, ModelInfo
 
 __all__ = [
     "AWS_SECRET_VARIABLES",
@@ -266,12 +266,15 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 
 
 def parse_model_ref(ref: str) -> tuple[str, str]:
-    """Split ``provider/id`` at the first ``/``; both parts must be non-empty."""
+    """Split ``provider/id`` at the first ``/``; both parts must be non-empty (Claude Code's
+    ``sonnet`` or a bare ``claude-…`` id is refused with the ``anthropic/…`` it means)."""
     provider, sep, model_id = ref.partition("/")
     if not sep or not provider or not model_id:
+        meant = ANTHROPIC_ALIASES.get(ref) or (ref if ref.startswith("claude-") else None)
+        hint = f"; for Claude Code's {ref!r}: anthropic/{meant}" if meant else ""
         raise RegistryError(
             f"--model must look like provider/model-id (e.g. anthropic/claude-sonnet-4-6), "
-            f"got {ref!r}"
+            f"got {ref!r}{hint}"
         )
     return provider, model_id
 

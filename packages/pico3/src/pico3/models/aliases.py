@@ -8,7 +8,8 @@ conversation's provider: Claude Code's own variables ``ANTHROPIC_DEFAULT_SONNET_
 provider; a bare id on the ``anthropic`` provider only), else :data:`ANTHROPIC_ALIASES` on
 ``anthropic``; any other provider keeps the caller's model, since it has no model of that name,
 and a note says so. A bare id is on the caller's provider (Claude Code passes an unknown name to
-its API).
+its API), except a ``claude-…`` id on a provider that does not name Claude models so
+(:data:`CLAUDE_ID_PROVIDERS`): the caller's model, with a note.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ ANTHROPIC_ALIASES: Mapping[str, str] = {
 current models of the app's Anthropic catalogue)."""
 
 
+CLAUDE_ID_PROVIDERS = ("anthropic", "vertex")
+"""The providers a bare ``claude-…`` id is sent to as written (Anthropic's API and Vertex AI name
+Claude models so); on any other (``openai``, ``bedrock``'s regional ids, a local server) it names
+no model, so the caller's model answers and a note says so, as for an alias. Published commands
+and agents pin such ids (``model: claude-sonnet-4-0``)."""
+
+
 def resolve_model_spec(
     spec: str | None, caller: Any, env: Mapping[str, str], *, who: str = "it"
 ) -> tuple[Any, str | None]:
@@ -49,6 +57,12 @@ def resolve_model_spec(
     if spec not in MODEL_ALIASES:
         if not provider:
             return caller, None
+        if spec.startswith("claude-") and provider not in CLAUDE_ID_PROVIDERS:
+            return caller, (
+                f"model {spec!r} is a Claude model id, which provider {provider!r} does not "
+                f"serve: {who} uses the caller's (write provider/id, e.g. anthropic/{spec}, to "
+                "choose one)"
+            )
         return {"provider": provider, "modelId": spec}, None
     variable = f"ANTHROPIC_DEFAULT_{spec.upper()}_MODEL"
     chosen = (env.get(variable) or "").strip()

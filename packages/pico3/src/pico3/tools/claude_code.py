@@ -36,6 +36,7 @@ CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
         "BashOutput": "job_output",
         "KillShell": "job_kill",
         "KillBash": "job_kill",  # KillShell's earlier name
+        "AskUserQuestion": "question",  # the question feature's tool
     }
 )
 """Claude Code's tool name → the coding agent's standard tool of the same job. Claude Code's

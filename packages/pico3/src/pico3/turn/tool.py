@@ -59,6 +59,7 @@ from pico3.tools import (
     ToolRegistry,
     ToolResult,
 )
+from pico3.tools.claude_code import CLAUDE_CODE_TOOLS
 from pico3.turn.hook_points import runner
 from pico3.turn.state import TOOL
 
@@ -102,12 +103,25 @@ def _slot_commit(rt: Runtime, task: TaskInfo) -> SlotCommit:
     return commit
 
 
+def _not_offered(name: str, offered: Sequence[str]) -> str:
+    """The model's answer to a call of a tool it was not offered; for Claude Code's name of an
+    offered tool (``Task``, ``Read``: what published commands, agents and skills tell it to
+    call), which tool to call instead."""
+    ours = CLAUDE_CODE_TOOLS.get(name)
+    if ours is not None and ours in offered:
+        return (
+            f"Tool {name!r} was not offered to the model. Claude Code's {name} is the {ours!r} "
+            f"tool here: call {ours!r} instead, with the parameters its definition names."
+        )
+    return f"Tool {name!r} was not offered to the model."
+
+
 # -- the normal path ---------------------------------------------------------------------------
 async def _initial(task: TaskInfo, rt: Runtime, ctx: Context) -> Step:
     call: dict[str, Any] = dict(task.input["call"])
     name = call.get("name", "")
     if name not in task.input["offered"]:
-        return _synthetic(task, rt, f"Tool {name!r} was not offered to the model.", "not_offered")
+        return _synthetic(task, rt, _not_offered(name, task.input["offered"]), "not_offered")
     declaration = _declaration(rt, name)
     if declaration is None:
         return _synthetic(task, rt, f"Tool {name!r} is not available (missing tool).", "missing")

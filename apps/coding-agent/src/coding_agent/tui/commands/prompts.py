@@ -1,26 +1,23 @@
 """The TUI commands of the user's prompt material: skills, prompt templates and ``/context``.
 
-* ``/skill:NAME [args]`` for every discovered skill (:mod:`coding_agent.context.skills`): sends the
-  skill's instructions and the arguments as a prompt, so the model follows that skill now;
+* ``/skill:NAME [args]`` for every discovered skill (:mod:`coding_agent.context.skills`), and
+  ``/NAME`` when no command has that name: sends the skill's instructions and the arguments;
 * ``/skills`` lists the skills with where each comes from (picking one runs it), after a fresh
-  scan, so a skill added meanwhile gets its ``/skill:`` command;
+  scan, so a skill added meanwhile gets its commands;
 * ``/NAME [args]`` for every prompt template (:mod:`coding_agent.context.prompt_templates`): sends the
   template with the arguments substituted, its ``model:`` and ``allowed-tools:`` applying to
   the turn it starts; the palette shows its description and argument hint;
-* ``/context`` shows how the model's context window is spent, as Claude Code's does: a bar and
-  the percentage used, then the system prompt section by section (each memory file with its
-  size and why it was read), the tools offered (each definition's size, which the worker
-  measures: ``tools(ctx)`` of :mod:`coding_agent.worker.status`), the conversation so far and
-  the free space (:mod:`.context_budget`); picking a row shows its text.
-  It shows the system prompt the model was last sent (the newest ``pi.system`` entry); before
-  the first request, a preview built from the files as they are now. Below them, one row per
-  ``AGENTS.md`` / ``CLAUDE.md`` above the project that was *not* read, with the reason
-  (another user owns it or could have written it: :func:`~coding_agent.context.context_files.
-  context_file_problem`), checked afresh from this folder.
+* ``/context`` shows how the context window is spent, as Claude Code's does: a bar, the system
+  prompt by section (each memory file with its size and why it was read), the tools (sizes from
+  ``tools(ctx)`` of :mod:`coding_agent.worker.status`), the conversation and the free space
+  (:mod:`.context_budget`); picking a row shows its text.
+  It shows the system prompt last sent (the newest ``pi.system`` entry; before the first
+  request, a preview from the files as they are now), then one row per ``AGENTS.md`` /
+  ``CLAUDE.md`` above the project *not* read, with why (:func:`~coding_agent.context.
+  context_files.context_file_problem`).
 
-Discovery problems (frontmatter that is not YAML, a skill without a description, a template
-whose name collides with a command) are warning toasts naming the file; nothing here raises.
-A prompt sent while a turn runs is queued as a follow-up.
+Discovery problems (frontmatter that is not YAML, a skill without a description, a template's
+name taken) are warning toasts naming the file; nothing raises. A prompt sent mid-turn queues.
 """
 
 from __future__ import annotations
@@ -322,8 +319,17 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
     return None
 
 
-def _skill_command(skill: Skill) -> Command[SkillTarget]:
-    return Command(f"skill:{skill.name}", skill.description, run_skill, args=None)
+def _skill_command(skill: Skill, name: str | None = None) -> Command[SkillTarget]:
+    return Command(name or f"skill:{skill.name}", skill.description, run_skill, args=None)
+
+
+def _add(target: PromptsTarget, command: Command[Any], bound: Any) -> ValueError | None:
+    """Register ``command`` bound to ``bound``; the error when its name is taken."""
+    try:
+        target.registered.append(register_commands(target.tui, [command], bound))
+    except ValueError as error:
+        return error
+    return None
 
 
 def _template_command(template: PromptTemplate) -> Command[TemplateTarget]:
@@ -343,21 +349,15 @@ def refresh(target: PromptsTarget) -> None:
     problems = [*([places.problem] if places.problem else []), *skills.warnings]
     problems += templates.warnings
     for skill in skills.skills:
-        try:
-            target.registered.append(
-                register_commands(target.tui, [_skill_command(skill)], SkillTarget(target, skill))
-            )
-        except ValueError as error:
+        if (error := _add(target, _skill_command(skill), SkillTarget(target, skill))) is not None:
             problems.append(f"{skill.path}: no /skill: command: {error}")
     for template in templates.templates:
-        try:
-            command = _template_command(template)
-            target.registered.append(
-                register_commands(target.tui, [command], TemplateTarget(target, template))
-            )
-        except ValueError as error:
-            if not template.alias:  # a plugin command's plain name: its /PLUGIN:NAME stays
-                problems.append(f"{template.path}: prompt template not added: {error}")
+        error = _add(target, _template_command(template), TemplateTarget(target, template))
+        if error is not None and not template.alias:  # a plugin's plain name: /PLUGIN:NAME stays
+            problems.append(f"{template.path}: prompt template not added: {error}")
+    for one, name in ((k, n) for k in skills.skills for n in k.slash_names):
+        # Claude Code's /NAME; a command or template of that name keeps it (/skill:NAME runs it)
+        _add(target, _skill_command(one, name), SkillTarget(target, one))
     for problem in problems:
         if problem not in target.warned:
             target.warned.add(problem)

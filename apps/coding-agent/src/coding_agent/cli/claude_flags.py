@@ -1,0 +1,90 @@
+"""Claude Code's command-line spellings: what a ``claude -p …`` script says, here.
+
+A Claude Code user's scripts and muscle memory bring its flags (``--output-format json``,
+``--dangerously-skip-permissions``, ``--allowedTools``…). The permission modes that mean the same
+here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptEdits`` is
+``accept-edits``, ``default`` is ``ask``); every other flag of Claude Code's that this command
+line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
+instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
+differently, such as another JSON shape or more authority than the user typed.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CLAUDE_FLAGS", "CLAUDE_MODES", "claude_flag_hint", "permission_mode"]
+
+CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
+"""Claude Code's ``--permission-mode`` values that are one of this agent's modes."""
+
+_MODE_HINTS = {
+    "bypassPermissions": "Claude Code's bypassPermissions is --permission-mode auto here "
+    "(every call runs unasked)",
+    "dontAsk": "Claude Code's dontAsk is permissions.denyInsteadOfPrompting: true in "
+    "~/.claude/settings.json here",
+    "auto": "",  # ours: never reaches the hint
+}
+
+CLAUDE_FLAGS: dict[str, str] = {
+    "--dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
+    "--allow-dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
+    "--output-format": "--json streams this agent's events as JSON lines (not Claude Code's "
+    "shape: README 'Headless runs'); -p prints the final answer as text",
+    "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
+    "not read",
+    "--include-partial-messages": "--json streams every event as it happens",
+    "--allowedTools": "allow rules in permissions.allow of ~/.claude/settings.json or "
+    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
+    "--allowed-tools": "allow rules in permissions.allow of ~/.claude/settings.json or "
+    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
+    "--disallowedTools": "deny rules in permissions.deny of ~/.claude/settings.json or "
+    "[permissions] deny of config.toml",
+    "--disallowed-tools": "deny rules in permissions.deny of ~/.claude/settings.json or "
+    "[permissions] deny of config.toml",
+    "--tools": "deny rules in permissions.deny of ~/.claude/settings.json for the tools to "
+    "leave out",
+    "--system-prompt": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces the "
+    "base prompt",
+    "--system-prompt-file": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces "
+    "the base prompt",
+    "--append-system-prompt": "APPEND_SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ "
+    "is added after the base prompt",
+    "--append-system-prompt-file": "APPEND_SYSTEM.md in .coding-agent/ or "
+    "~/.config/coding-agent/ is added after the base prompt",
+    "--mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
+    "project's .mcp.json and ~/.claude.json",
+    "--strict-mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
+    "project's .mcp.json and ~/.claude.json",
+    "--settings": "settings are read from ~/.claude/settings.json, a trusted project's "
+    ".claude/settings.json and config.toml (coding-agent config shows them)",
+    "--agents": "agent definitions go in ~/.claude/agents/ or a trusted project's .claude/agents/",
+    "--permission-prompt-tool": "--wait-for-approval leaves approvals to another client "
+    "(coding-agent attach, an editor)",
+    "--max-turns": "no counterpart: a headless run goes on until the model answers",
+    "--fallback-model": "no counterpart: a failing model's error ends the run (exit 1)",
+    "--session-id": "no counterpart: coding-agent names its sessions (--verbose prints the id)",
+    "--fork-session": "/fork in the TUI (after --resume ID)",
+}
+"""Claude Code's flags this command line does not take, each with what to write here."""
+
+
+def permission_mode(value: str) -> str:
+    """``--permission-mode``'s value with Claude Code's names of the same modes mapped to ours
+    (:data:`CLAUDE_MODES`); anything else is left for argparse's choices to judge."""
+    return CLAUDE_MODES.get(value, value)
+
+
+def claude_flag_hint(message: str) -> str | None:
+    """What to write instead of the Claude Code flags argparse's ``message`` refuses (an
+    unrecognized argument, or a Claude Code mode it does not take), or ``None``."""
+    if "--permission-mode" in message:
+        hints = [hint for mode, hint in _MODE_HINTS.items() if hint and f"'{mode}'" in message]
+        return hints[0] if hints else None
+    if "unrecognized arguments:" not in message:
+        return None
+    words = message.partition("unrecognized arguments:")[2].split()
+    hints = [
+        f"{name} is Claude Code's flag, here: {CLAUDE_FLAGS[name]}"
+        for name in dict.fromkeys(word.partition("=")[0] for word in words)
+        if name in CLAUDE_FLAGS
+    ]
+    return "; ".join(hints) or None

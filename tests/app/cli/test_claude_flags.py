@@ -1,0 +1,71 @@
+"""Claude Code's command-line spellings through the real binary: its permission modes that mean
+the same are taken (``--permission-mode acceptEdits``), and its other flags stop the run with a
+usage error naming what to write here (``--output-format json`` → ``--json``, ``--model opus``
+→ ``anthropic/claude-opus-…``), nothing run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+BINARY = Path(sys.executable).with_name("coding-agent")
+TIMEOUT = 120
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder
+
+
+async def _run(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    script = project.parent / "faux-script.json"
+    write = {"name": "write", "arguments": {"path": "notes.md", "content": "hello\n"}}
+    script.write_text(json.dumps([{"toolCalls": [write]}, {"text": "done"}]))
+    with anyio.fail_after(TIMEOUT):
+        result = await anyio.run_process(
+            [str(BINARY), "--faux-script", str(script), *args],
+            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    return subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
+    )
+
+
+async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    result = await _run(project, agent_env, "-p", "--permission-mode", "acceptEdits", "write it")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "done"
+    assert (project / "notes.md").read_text() == "hello\n"  # the edit ran unasked
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--output-format", "json"], "--output-format is Claude Code's flag, here: --json"),
+        (["--dangerously-skip-permissions"], "here: --permission-mode auto"),
+        (["--allowedTools", "Bash(git:*)"], "here: allow rules in permissions.allow"),
+        (["--append-system-prompt=be brief"], "here: APPEND_SYSTEM.md"),
+        (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
+        # a model the command line cannot use: exit 1, as a model that is not set up
+        (["--model", "opus"], "got 'opus'; for Claude Code's 'opus': anthropic/claude-opus-"),
+    ],
+)
+async def test_a_claude_code_flag_is_a_usage_error_naming_what_to_write_here(
+    project: Path, agent_env: dict[str, str], flags: list[str], says: str
+) -> None:
+    result = await _run(project, agent_env, "-p", *flags, "write it")
+    assert result.returncode == (1 if flags[0] == "--model" else 2)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("coding-agent: error: ") and says in line, line
+    assert not (project / "notes.md").exists()  # nothing ran
