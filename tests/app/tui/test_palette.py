@@ -192,3 +192,26 @@ async def test_enter_typed_ahead_of_the_palette_update_still_runs_the_command(
         await docs.until(pilot, lambda: calls)
         assert calls == [""]
         assert app.editor.text == ""
+
+
+async def test_one_thing_under_several_names_shows_once_under_the_best_ranked_name(
+    conversation, docs
+) -> None:
+    """A skill is ``/pdf``, ``/skill:pdf`` and ``/tools:pdf`` (a plugin's): the palette shows it
+    once, under the name that ranks first for what was typed, and each name still completes
+    when it is what the user types; a different command with the same last part stays."""
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        for name in ("pdf", "skill:pdf", "tools:pdf"):
+            app.tui.register_command(name, "Fill and read PDF forms", _noop)
+        app.tui.register_command("other:pdf", "Another tool's pdf", _noop)
+        await pilot.press("/", "p", "d")
+        await docs.until(pilot, lambda: _labels(app)[:1] == ["/pdf"])
+        assert sorted(_labels(app)) == ["/other:pdf", "/pdf"]
+        await pilot.press("backspace", "backspace", *"skill:")
+        await docs.until(pilot, lambda: _labels(app)[:1] == ["/skill:pdf"])
+        assert "/pdf" not in _labels(app) and "/tools:pdf" not in _labels(app)
+        await pilot.press(*["backspace"] * 6, *"tools")
+        await docs.until(pilot, lambda: _labels(app)[:1] == ["/tools:pdf"])
+        assert "/pdf" not in _labels(app) and "/skill:pdf" not in _labels(app)

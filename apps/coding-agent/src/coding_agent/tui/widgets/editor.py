@@ -385,10 +385,19 @@ class PromptEditor(TextArea):
     def _suggest(self, token: _Token) -> list[Suggestion]:
         if token.kind == "command":
             table = self._commands()
-            return [
-                Suggestion(f"/{name}", f"/{name} ", _describe(table, name))
-                for name in rank_commands(token.query, table)
-            ]
+            rows: list[Suggestion] = []
+            shown: set[tuple[str, str]] = set()
+            for name in rank_commands(token.query, table):
+                description = _describe(table, name)
+                # one thing under several names (a skill's /NAME, /skill:NAME and
+                # /PLUGIN:NAME: the same last part and description) shows once, under the
+                # best-ranked name; the others still run when typed
+                same = (description, name.rsplit(":", 1)[-1])
+                if description and same in shown:
+                    continue
+                shown.add(same)
+                rows.append(Suggestion(f"/{name}", f"/{name} ", description))
+            return rows
         index = self._files()
         if index.stale and not index.scanning:
             self.run_worker(self._scan(index), group="file-index", exit_on_error=False)
