@@ -92,6 +92,41 @@ async def test_a_session_rule_is_durable_across_a_worker_restart(
         assert results(client)[-1].strip() == "one two"
 
 
+async def test_a_narrow_session_rule_does_not_allow_what_a_here_document_runs(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``Bash(ls:*)`` kept for the session, then ``ls`` with an unquoted here-document whose
+    body bash expands: a backtick there and anything in a ``<<-`` body run commands, so each
+    line asks (denied here) and the payload never runs."""
+    marker = tmp_path / "PWNED"
+    lines = [
+        f"ls >/dev/null <<E\nx `touch {marker}` y\nE",
+        f"ls >/dev/null <<-E\n\t$(touch {marker})\n\tE",
+    ]
+    steps = [bash("ls"), *(bash(line) for line in lines), {"text": "done"}]
+    script = write_script(tmp_path / "script.json", steps)
+    offers: list[dict[str, Any]] = []
+
+    async def first_kept_then_denied(facade: Any, request: dict[str, Any], ctx: Context) -> None:
+        offers.append(request)
+        if len(offers) == 1:
+            kept = {"decision": "allow", "by": "test", "rule": "Bash(ls:*)", "scope": "session"}
+            await facade.decide(kept, BACKGROUND)
+        else:
+            await deny(facade, request, ctx)
+
+    client = Client(approve=first_kept_then_denied)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert offers[0]["rule"] == "Bash(ls:*)"
+    assert len(offers) == 3  # each here-document line asked, though the rule was kept
+    assert not marker.exists()
+
+
 class CommandTui:
     """The TUI service without a screen, for ``/permissions``: commands, notices, and dialogs
     a test answers (``next_dialog``)."""

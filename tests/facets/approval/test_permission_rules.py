@@ -502,11 +502,20 @@ EVALUATING = [
     "ls 'a[$(touch {m})]' 2>/dev/null; declare -i y=$_",
     "ls ${{PWD#`touch {m}`}} >/dev/null",
     "ls 'a[$(touch {m})]' 2>/dev/null; [ -v \"$_\" ]",
+    # an unquoted here-document is expanded; tree-sitter-bash parses neither backticks in a
+    # body nor anything in a `<<-` body
+    "ls >/dev/null <<E\nx `touch {m}` y\nE",
+    "ls >/dev/null <<-E\n\t$(touch {m})\n\tE",
+    "ls >/dev/null <<-E\n\t`touch {m}`\n\tE",
+    "ls >/dev/null <<E\n${{PWD#`touch {m}`}}\nE",
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
     "ls '$(touch {m})' 2>/dev/null; ls ${{_@E}} >/dev/null 2>&1",
     "ls 'a[$(touch {m})]' 2>/dev/null; ls \"$_\" $((1 + 2)) >/dev/null 2>&1",
+    "ls >/dev/null <<'E'\n`touch {m}` $(touch {m})\nE",  # a quoted delimiter: literal text
+    "ls >/dev/null <<-\\E\n\t`touch {m}`\n\tE",
+    "ls >/dev/null <<E\n$HOME ${{PWD}} $PWD\nE",
 ]
 
 

@@ -37,7 +37,9 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   it is refused too (``sort $X``).
 * ``hidden`` — what runs a command no rule can name: ``eval "$X"``, ``source``, ``bash -c "$X"``,
   ``bash script.sh`` or ``curl … | sh``, ``find -delete``, every evaluating expansion above.
-  Every deny or ask rule *may* match such a line, so it asks. A command string that is known
+  Every deny or ask rule *may* match such a line, so it asks. So does an unquoted
+  here-document whose body holds a ``$`` or backtick tree-sitter-bash did not parse (it parses
+  a ``$( … )`` in a ``<<`` body, but not backticks, nor anything in a ``<<-`` body). A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -633,6 +635,21 @@ class _Walker:
         if spec is not None:
             self.flagged(f"git {sub}", spec, rest, text)
 
+    def heredoc(self, node: Any) -> None:
+        """A here-document whose delimiter is unquoted is expanded as bash reads it, and
+        tree-sitter-bash parses only some of that: a ``$( … )`` in a ``<<`` body, but neither
+        backticks nor anything in a ``<<-`` body. A ``$`` or backtick it did not parse runs
+        what no rule can name."""
+        start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        if start is None or any(quote in _text(start) for quote in "'\"\\"):
+            return  # a quoted delimiter: the body is literal text
+        for body in (c for c in node.named_children if c.type == "heredoc_body"):
+            if _unexamined(body, 0):
+                self.unsafe.append(
+                    "its here-document expands a `$` or backtick the rules cannot read"
+                )
+                self.hidden.append(_text(body))
+
     def redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
@@ -643,6 +660,8 @@ class _Walker:
                 self.statement(child)  # `cat <<EOF | grep x > out`: the rest of the pipeline
             else:
                 self.scan(child)
+        if node.type == "heredoc_redirect":
+            self.heredoc(node)
         if node.type != "file_redirect" or not targets:
             return
         target = targets[0]
