@@ -92,16 +92,19 @@ async def test_a_session_rule_is_durable_across_a_worker_restart(
         assert results(client)[-1].strip() == "one two"
 
 
-async def test_a_narrow_session_rule_does_not_allow_what_a_here_document_runs(
+async def test_a_narrow_session_rule_does_not_allow_what_bash_expands_unseen(
     session: Session, env: dict[str, str], tmp_path: Path
 ) -> None:
-    """``Bash(ls:*)`` kept for the session, then ``ls`` with an unquoted here-document whose
-    body bash expands: a backtick there and anything in a ``<<-`` body run commands, so each
+    """``Bash(ls:*)`` kept for the session, then ``ls`` lines whose payload bash runs where
+    tree-sitter-bash saw text: a backtick in an unquoted here-document, anything in a ``<<-``
+    body, a nested backtick substitution, ``'$(…)'`` in a double-quoted ``${x:-…}``. Each
     line asks (denied here) and the payload never runs."""
     marker = tmp_path / "PWNED"
     lines = [
         f"ls >/dev/null <<E\nx `touch {marker}` y\nE",
         f"ls >/dev/null <<-E\n\t$(touch {marker})\n\tE",
+        f"ls `ls \\`touch {marker}\\`` >/dev/null 2>&1",  # a nested backtick substitution
+        f"ls \"${{x:-'$(touch {marker})'}}\" >/dev/null 2>&1",  # quotes in "…" are characters
     ]
     steps = [bash("ls"), *(bash(line) for line in lines), {"text": "done"}]
     script = write_script(tmp_path / "script.json", steps)
@@ -123,7 +126,7 @@ async def test_a_narrow_session_rule_does_not_allow_what_a_here_document_runs(
         await client.root.send({"content": "go"}, BACKGROUND)
         await client.wait_for(client.turn_ended)
     assert offers[0]["rule"] == "Bash(ls:*)"
-    assert len(offers) == 3  # each here-document line asked, though the rule was kept
+    assert len(offers) == 1 + len(lines)  # each line asked, though the rule was kept
     assert not marker.exists()
 
 

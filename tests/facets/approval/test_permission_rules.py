@@ -508,6 +508,14 @@ EVALUATING = [
     "ls >/dev/null <<-E\n\t$(touch {m})\n\tE",
     "ls >/dev/null <<-E\n\t`touch {m}`\n\tE",
     "ls >/dev/null <<E\n${{PWD#`touch {m}`}}\nE",
+    "ls >/dev/null <<E\n${{x:-'$(touch {m})'}}\nE",  # quotes in a body are characters
+    "ls >/dev/null <<E\n$\\\n(touch {m})\nE",  # a backslash joins the lines: `$(`
+    # bash reads a backtick substitution again without the backslashes before ` and $
+    "ls `ls \\`touch {m}\\`` >/dev/null 2>&1",
+    "ls `ls \\$(touch {m})` >/dev/null 2>&1",
+    # in double quotes the quotes of `${x:-'…'}` are characters: the `$(…)` runs
+    "ls \"${{x:-'$(touch {m})'}}\" >/dev/null 2>&1",
+    'ls "$\\\n(touch {m})" >/dev/null 2>&1',
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
@@ -516,6 +524,8 @@ INERT = [  # bash evaluates none of these: they stay allowed
     "ls >/dev/null <<'E'\n`touch {m}` $(touch {m})\nE",  # a quoted delimiter: literal text
     "ls >/dev/null <<-\\E\n\t`touch {m}`\n\tE",
     "ls >/dev/null <<E\n$HOME ${{PWD}} $PWD\nE",
+    "ls ${{x:-'$(touch {m})'}} >/dev/null 2>&1",  # unquoted, '…' quotes
+    "ls $(ls \\`touch {m}\\`) >/dev/null 2>&1",  # in $(…) an escaped backtick is one
 ]
 
 

@@ -37,9 +37,12 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   it is refused too (``sort $X``).
 * ``hidden`` — what runs a command no rule can name: ``eval "$X"``, ``source``, ``bash -c "$X"``,
   ``bash script.sh`` or ``curl … | sh``, ``find -delete``, every evaluating expansion above.
-  Every deny or ask rule *may* match such a line, so it asks. So does an unquoted
-  here-document whose body holds a ``$`` or backtick tree-sitter-bash did not parse (it parses
-  a ``$( … )`` in a ``<<`` body, but not backticks, nor anything in a ``<<-`` body). A command string that is known
+  Every deny or ask rule *may* match such a line, so it asks. So does what bash expands where
+  tree-sitter-bash reads plain text: a ``$`` or backtick it did not parse in an unquoted
+  here-document (it parses a ``$( … )`` in a ``<<`` body, but not backticks, nor anything in a
+  ``<<-`` body), a backtick substitution with ``\\``` or ``\\$`` in it (bash reads it again
+  without the backslash), ``'$( … )'`` in a double-quoted ``"${x:-…}"`` (the quotes are
+  characters there) and a backslash-newline that joins ``$`` to ``(`` in double quotes. A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -197,18 +200,24 @@ _COVERED = frozenset(
     }
 )
 
+_BACKTICK_ESCAPE = re.compile(r"\A`.*\\[`$]", re.DOTALL)
+"""A backtick substitution with a backslash before a backtick or a ``$`` in its text: bash
+reads the text again without that backslash, so the backtick or ``$`` starts a substitution
+tree-sitter-bash read as plain text."""
+
 _LITERAL_ARITHMETIC = re.compile(r"\$(?:\(\(|\[)[0-9\s+\-*/%()<>=!&|^~?:,]*(?:\)\)|\])")
 """Arithmetic on numbers alone; a name (or ``$x``) in it evaluates that variable's text as
 arithmetic, which runs a ``$(…)`` inside a subscript: ``x='a[$(id)]'; echo $((x))``."""
 
 
-def _evaluates(node: Any) -> str | None:
-    """Why the value ``node`` evaluates text as code, or ``None``."""
+def _evaluates(node: Any, quoted: bool = False) -> str | None:
+    """Why the value ``node`` evaluates text as code, or ``None``; ``quoted``: it is inside a
+    double-quoted string (:func:`_unexamined`)."""
     kind = node.type
     if kind == "expansion":
         text = _text(node)
         head = _PLAIN_EXPANSION.match(text)
-        if head is None or _unexamined(node, head.end()):
+        if head is None or _unexamined(node, head.end(), quoted):
             return f"`{text}` evaluates text it takes from a variable (that text can run commands)"
     elif kind == "arithmetic_expansion":
         text = _text(node)
@@ -217,14 +226,20 @@ def _evaluates(node: Any) -> str | None:
     return None
 
 
-def _unexamined(node: Any, start: int) -> bool:
+def _unexamined(node: Any, start: int, quoted: bool = False) -> bool:
     """True when a ``$`` or a backtick in ``node`` after ``start`` characters is not in a node
-    the walker examines (tree-sitter keeps a pattern such as ``${x#`id`}`` as plain text)."""
+    the walker examines (tree-sitter keeps a pattern such as ``${x#`id`}`` as plain text).
+
+    ``quoted``: ``node`` is inside a double-quoted string, where bash keeps the quotes of
+    ``"${x:-'$(id)'}"`` as characters and runs the ``$(id)`` tree-sitter-bash reads as a
+    ``'…'`` string: there ``'…'`` and ``$'…'`` are not examined."""
     spans: list[tuple[int, int]] = []
     stack = list(node.named_children)
     while stack:
         child = stack.pop()
-        if child.type in _COVERED:
+        if child.type in _COVERED and not (
+            quoted and child.type in ("raw_string", "ansi_c_string")
+        ):
             spans.append((child.start_byte, child.end_byte))
         else:
             stack.extend(child.named_children)
@@ -368,6 +383,12 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind in _STRUCTURE:
+            if kind == "command_substitution" and _BACKTICK_ESCAPE.search(_text(node)):
+                # bash removes the backslash and parses again: `echo \`id\`` runs `id`
+                self.unsafe.append(
+                    f"`{_text(node)}` holds an escaped backtick or `$` (it runs what follows)"
+                )
+                self.hidden.append(_text(node))
             for child in node.named_children:
                 self.statement(child)
         elif kind == "comment":
@@ -390,21 +411,26 @@ class _Walker:
         if node.has_error and kind != "ERROR":
             self.unsafe.append("it does not parse as a shell command")
 
-    def scan(self, node: Any) -> None:
+    def scan(self, node: Any, quoted: bool = False) -> None:
         """Walk the command substitutions inside a value (a word, a string, an assignment), and
-        refuse the expansions that evaluate text (:func:`_evaluates`)."""
-        why = _evaluates(node)
+        refuse the expansions that evaluate text (:func:`_evaluates`); ``quoted``: inside a
+        double-quoted string."""
+        why = _evaluates(node, quoted)
+        if node.type == "string" and "\\\n" in _text(node) and _unexamined(node, 0, True):
+            # bash joins a line ending in a backslash to the next: `"$\` then `(id)"` runs id
+            why = f"`{_text(node)}` joins lines into a `$` or backtick the rules cannot read"
         if why is not None:
             self.unsafe.append(why)
             self.hidden.append(_text(node))
+        inner = quoted or node.type in ("string", "heredoc_body")  # double-quote rules inside
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution"):
                 self.statement(child)
             elif child.type == "ERROR":
                 self.unsafe.append("it does not parse as a shell command")
-                self.scan(child)
+                self.scan(child, inner)
             else:
-                self.scan(child)
+                self.scan(child, inner)
 
     def command(self, node: Any) -> None:
         words: list[str | None] = []
@@ -644,7 +670,10 @@ class _Walker:
         if start is None or any(quote in _text(start) for quote in "'\"\\"):
             return  # a quoted delimiter: the body is literal text
         for body in (c for c in node.named_children if c.type == "heredoc_body"):
-            if _unexamined(body, 0):
+            text = _text(body)
+            # bash joins a line ending in a backslash to the next: `$\` then `(id)` is `$(id)`
+            joined = "\\\n" in text and any(mark in text for mark in "$`")
+            if joined or _unexamined(body, 0, quoted=True):
                 self.unsafe.append(
                     "its here-document expands a `$` or backtick the rules cannot read"
                 )
