@@ -553,6 +553,46 @@ def test_what_bash_does_not_evaluate_stays_allowed(tmp_path: Path, template: str
     assert rules("allow Bash(ls:*)").evaluate("bash", {"command": command}).kind == "allow"
 
 
+WRAPPED = [
+    ("timeout", "timeout 5 touch {m}"),
+    ("env", "env touch {m}"),
+    ("nice", "nice -n 5 touch {m}"),
+    ("nohup", "nohup touch {m} >/dev/null 2>&1"),
+    ("time", "time touch {m}"),
+    ("xargs", "echo {m} | xargs touch"),
+    ("stdbuf", "stdbuf -o0 touch {m}"),
+    ("setsid", "setsid -w touch {m}"),
+]
+
+
+@pytest.mark.parametrize(("wrapper", "template"), WRAPPED)
+def test_a_rule_for_a_wrapper_does_not_allow_the_command_behind_it(
+    tmp_path: Path, wrapper: str, template: str
+) -> None:
+    """``Bash(timeout:*)`` names only the wrapper: the command it runs must be allowed too
+    (``touch`` here, which real bash runs), by another rule or by naming it."""
+    command, ran = _bash_runs(tmp_path, template)
+    assert ran, f"bash did not run the payload of {command!r}"
+    alone = rules(f"allow Bash({wrapper}:*)", "allow Bash(echo:*)")
+    assert alone.evaluate("bash", {"command": command}).kind is None
+    both = rules(f"allow Bash({wrapper}:*)", "allow Bash(echo:*)", "allow Bash(touch:*)")
+    assert both.evaluate("bash", {"command": command}).kind == "allow"
+
+
+def test_a_rule_naming_the_command_behind_a_wrapper_allows_it() -> None:
+    named = rules("allow Bash(sudo rm:*)", "allow Bash(timeout 5 npm test)")
+    assert verdict(named, "bash", command="sudo rm -rf build") == "allow"
+    assert verdict(named, "bash", command="timeout 5 npm test") == "allow"
+    assert verdict(named, "bash", command="timeout 5 npm publish") is None
+    assert verdict(named, "bash", command="sudo -u root rm x") is None  # names -u, not rm
+    # beside a wrapper's rule, the dialog offers the exact line, which names what runs
+    wrapper = rules("allow Bash(timeout:*)")
+    offered = suggest_rule(
+        "bash", {"command": "timeout 5 npm test"}, root=ROOT, workspace=ROOT, rules=wrapper
+    )
+    assert offered == "Bash(timeout 5 npm test)"
+
+
 def test_bash_test_does_not_evaluate_the_text_of_eq(tmp_path: Path) -> None:
     # `[ "$x" -eq 1 ]` compares integers without arithmetic evaluation (unlike `[[ … ]]`)
     _, ran = _bash_runs(tmp_path, 'x=\'a[$(touch {m})]\'; [ "$x" -eq 1 ]; test "$x" -eq 1')
