@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.content import Content
+from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -324,7 +324,7 @@ def entry_widget(
             body = Static(Text(inert(entry_text(entry))), classes="meta-text")
             # the label names a command from the imported file: plain text, never markup
             # (a title string is Textual markup: ``[@click=app.simulate_key('y')]`` would act)
-            title = Content(inert(f"({entry.data.meta})"))
+            title = escape(inert(f"({entry.data.meta})"))
             return QuietCollapsible(body, title=title, collapsed=True, classes="summary meta")
         classes = "user continuation" if entry.data.continuation else "user"
         message = entry.user_message
