@@ -105,6 +105,7 @@ async def test_a_narrow_session_rule_does_not_allow_what_bash_expands_unseen(
         f"ls >/dev/null <<-E\n\t$(touch {marker})\n\tE",
         f"ls `ls \\`touch {marker}\\`` >/dev/null 2>&1",  # a nested backtick substitution
         f"ls \"${{x:-'$(touch {marker})'}}\" >/dev/null 2>&1",  # quotes in "…" are characters
+        f"ls a\\\n#$(touch {marker}) 2>/dev/null",  # joined: `a#$(…)` is one word
     ]
     steps = [bash("ls"), *(bash(line) for line in lines), {"text": "done"}]
     script = write_script(tmp_path / "script.json", steps)

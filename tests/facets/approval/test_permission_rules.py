@@ -516,6 +516,9 @@ EVALUATING = [
     # in double quotes the quotes of `${x:-'…'}` are characters: the `$(…)` runs
     "ls \"${{x:-'$(touch {m})'}}\" >/dev/null 2>&1",
     'ls "$\\\n(touch {m})" >/dev/null 2>&1',
+    # joined to the line before, a `#` inside a word starts no comment
+    "ls a\\\n#$(touch {m}) 2>/dev/null",
+    'ls a\\\n\\\n#"`touch {m}`" 2>/dev/null',
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
@@ -526,6 +529,7 @@ INERT = [  # bash evaluates none of these: they stay allowed
     "ls >/dev/null <<E\n$HOME ${{PWD}} $PWD\nE",
     "ls ${{x:-'$(touch {m})'}} >/dev/null 2>&1",  # unquoted, '…' quotes
     "ls $(ls \\`touch {m}\\`) >/dev/null 2>&1",  # in $(…) an escaped backtick is one
+    "ls >/dev/null \\\n# $(touch {m})",  # after a blank, `#` starts a comment
 ]
 
 

@@ -42,7 +42,9 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   here-document (it parses a ``$( … )`` in a ``<<`` body, but not backticks, nor anything in a
   ``<<-`` body), a backtick substitution with ``\\``` or ``\\$`` in it (bash reads it again
   without the backslash), ``'$( … )'`` in a double-quoted ``"${x:-…}"`` (the quotes are
-  characters there) and a backslash-newline that joins ``$`` to ``(`` in double quotes. A command string that is known
+  characters there), a backslash-newline that joins ``$`` to ``(`` in double quotes, and a
+  ``#`` right after a backslash-newline (bash joins the lines: it is part of a word, not a
+  comment). A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -392,6 +394,13 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind == "comment":
+            source = _SOURCE.get()
+            start = node.start_byte
+            joined = source[max(start - 2, 0) : start] == b"\\\n"
+            if joined and (start < 3 or source[start - 3 : start - 2] not in (b" ", b"\t")):
+                # bash joins the lines first: `ls a\` then `#$(id)` is the word `a#$(id)`
+                self.unsafe.append("a `#` right after a line continuation is not a comment")
+                self.hidden.append(_text(node))
             return
         elif kind == "variable_assignment" or kind == "variable_assignments":
             self.unsafe.append(f"it sets a shell variable ({_text(node)})")
