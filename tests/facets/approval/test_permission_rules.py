@@ -519,6 +519,11 @@ EVALUATING = [
     # joined to the line before, a `#` inside a word starts no comment
     "ls a\\\n#$(touch {m}) 2>/dev/null",
     'ls a\\\n\\\n#"`touch {m}`" 2>/dev/null',
+    # a carriage return is a word's character to bash, a blank to tree-sitter-bash
+    "ls [\r#$(touch {m}) 2>/dev/null",
+    "ls x\r#; touch {m}",
+    # a here-document without its end line: bash reads the rest as its body
+    "ls >/dev/null <<-E\n$$((`touch {m}`",
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
@@ -530,6 +535,7 @@ INERT = [  # bash evaluates none of these: they stay allowed
     "ls ${{x:-'$(touch {m})'}} >/dev/null 2>&1",  # unquoted, '…' quotes
     "ls $(ls \\`touch {m}\\`) >/dev/null 2>&1",  # in $(…) an escaped backtick is one
     "ls >/dev/null \\\n# $(touch {m})",  # after a blank, `#` starts a comment
+    "ls >/dev/null;# $(touch {m})",
 ]
 
 

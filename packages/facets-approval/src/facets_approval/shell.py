@@ -43,8 +43,9 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   ``<<-`` body), a backtick substitution with ``\\``` or ``\\$`` in it (bash reads it again
   without the backslash), ``'$( … )'`` in a double-quoted ``"${x:-…}"`` (the quotes are
   characters there), a backslash-newline that joins ``$`` to ``(`` in double quotes, and a
-  ``#`` right after a backslash-newline (bash joins the lines: it is part of a word, not a
-  comment). A command string that is known
+  ``#`` inside a word (after a backslash-newline or a carriage return, which bash reads as a
+  word's character and tree-sitter-bash as a blank: no comment starts there), any carriage
+  return, and a here-document that does not end with its delimiter line. A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -202,6 +203,9 @@ _COVERED = frozenset(
     }
 )
 
+_WORD_ENDS = frozenset(bytes([c]) for c in b" \t\n;&|()<>")
+"""The bytes after which bash starts a word (a ``#`` there starts a comment)."""
+
 _BACKTICK_ESCAPE = re.compile(r"\A`.*\\[`$]", re.DOTALL)
 """A backtick substitution with a backslash before a backtick or a ``$`` in its text: bash
 reads the text again without that backslash, so the backtick or ``$`` starts a substitution
@@ -331,6 +335,9 @@ def analyse_command(command: str) -> CommandAnalysis:
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
         walker.statement(tree.root_node)
+        if b"\r" in source:  # tree-sitter-bash reads it as a blank, bash as a word's character
+            walker.unsafe.append("it holds a carriage return (bash reads it as part of a word)")
+            walker.hidden.append(command)  # `echo x\r#; rm x` runs rm after `x\r#`
     finally:
         _SOURCE.reset(token)
         _DEPTH.reset(depth)
@@ -397,9 +404,12 @@ class _Walker:
             source = _SOURCE.get()
             start = node.start_byte
             joined = source[max(start - 2, 0) : start] == b"\\\n"
-            if joined and (start < 3 or source[start - 3 : start - 2] not in (b" ", b"\t")):
+            after = source[start - 1 : start] if start else b"\n"
+            if (joined and (start < 3 or source[start - 3 : start - 2] not in (b" ", b"\t"))) or (
+                after not in _WORD_ENDS
+            ):
                 # bash joins the lines first: `ls a\` then `#$(id)` is the word `a#$(id)`
-                self.unsafe.append("a `#` right after a line continuation is not a comment")
+                self.unsafe.append("a `#` inside a word (bash reads no comment there)")
                 self.hidden.append(_text(node))
             return
         elif kind == "variable_assignment" or kind == "variable_assignments":
@@ -676,6 +686,11 @@ class _Walker:
         backticks nor anything in a ``<<-`` body. A ``$`` or backtick it did not parse runs
         what no rule can name."""
         start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        end = next((c for c in node.named_children if c.type == "heredoc_end"), None)
+        if start is not None and (end is None or _text(end).lstrip("\t") != _unquoted(start)):
+            # bash reads to the end of the line: what tree-sitter took for the end is body
+            self.unsafe.append("its here-document does not end with its delimiter")
+            self.hidden.append(_text(node))
         if start is None or any(quote in _text(start) for quote in "'\"\\"):
             return  # a quoted delimiter: the body is literal text
         for body in (c for c in node.named_children if c.type == "heredoc_body"):
@@ -710,6 +725,11 @@ class _Walker:
             return  # `>&2`: duplicates a descriptor, writes no file
         if (operator in _WRITES or operator == ">&") and value != "/dev/null":
             self.writes.append(value if value is not None else _text(target))
+
+
+def _unquoted(node: Any) -> str:
+    """A here-document delimiter as bash compares it: its quotes and backslashes removed."""
+    return re.sub(r"""['"\\]""", "", _text(node))
 
 
 def _text(node: Any) -> str:
