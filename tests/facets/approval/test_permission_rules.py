@@ -519,6 +519,7 @@ EVALUATING = [
     # joined to the line before, a `#` inside a word starts no comment
     "ls a\\\n#$(touch {m}) 2>/dev/null",
     'ls a\\\n\\\n#"`touch {m}`" 2>/dev/null',
+    "ls \\ #$(touch {m}) 2>/dev/null",  # an escaped blank is a word's character
     # a carriage return is a word's character to bash, a blank to tree-sitter-bash
     "ls [\r#$(touch {m}) 2>/dev/null",
     "ls x\r#; touch {m}",

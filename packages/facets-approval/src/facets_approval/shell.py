@@ -401,14 +401,8 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind == "comment":
-            source = _SOURCE.get()
-            start = node.start_byte
-            joined = source[max(start - 2, 0) : start] == b"\\\n"
-            after = source[start - 1 : start] if start else b"\n"
-            if (joined and (start < 3 or source[start - 3 : start - 2] not in (b" ", b"\t"))) or (
-                after not in _WORD_ENDS
-            ):
-                # bash joins the lines first: `ls a\` then `#$(id)` is the word `a#$(id)`
+            if not _starts_comment(_SOURCE.get(), node.start_byte):
+                # `ls a\` then `#$(id)`, `ls \ #$(id)`: bash reads the word `a#$(id)`
                 self.unsafe.append("a `#` inside a word (bash reads no comment there)")
                 self.hidden.append(_text(node))
             return
@@ -725,6 +719,24 @@ class _Walker:
             return  # `>&2`: duplicates a descriptor, writes no file
         if (operator in _WRITES or operator == ">&") and value != "/dev/null":
             self.writes.append(value if value is not None else _text(target))
+
+
+def _escaped(source: bytes, at: int) -> bool:
+    """Whether the byte at ``at`` follows an odd number of backslashes."""
+    count = 0
+    while at - count - 1 >= 0 and source[at - count - 1] == 0x5C:
+        count += 1
+    return count % 2 == 1
+
+
+def _starts_comment(source: bytes, at: int) -> bool:
+    """Whether bash starts a comment at the ``#`` at ``at``: at the start of a word, after a
+    blank or an operator that no backslash escapes, line continuations (removed first) aside."""
+    while at >= 2 and source[at - 1] == 0x0A and _escaped(source, at - 1):
+        at -= 2  # a backslash-newline: bash removes it before reading words
+    if at == 0:
+        return True
+    return bytes([source[at - 1]]) in _WORD_ENDS and not _escaped(source, at - 1)
 
 
 def _unquoted(node: Any) -> str:
