@@ -525,6 +525,12 @@ EVALUATING = [
     "ls x\r#; touch {m}",
     # a here-document without its end line: bash reads the rest as its body
     "ls >/dev/null <<-E\n$$((`touch {m}`",
+    # bash expands a `>&` target ignoring its quotes
+    "ls >&'$(touch {m})' 2>/dev/null",
+    "ls 1>& '`touch {m}`' 2>/dev/null",
+    # a line that does not parse may run anything: a deny rule may match it
+    "ls <<E\n'\"$'`touch {m}`",
+    "ls \n\tE\n<<-E\n'$(touch {m})'|\"${{x:-$'",
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",

@@ -45,7 +45,9 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   characters there), a backslash-newline that joins ``$`` to ``(`` in double quotes, and a
   ``#`` inside a word (after a backslash-newline or a carriage return, which bash reads as a
   word's character and tree-sitter-bash as a blank: no comment starts there), any carriage
-  return, and a here-document that does not end with its delimiter line. A command string that is known
+  return, and a here-document that does not end with its delimiter line. A line that does not
+  parse is hidden too (bash may run anything in it), and so is a ``>&`` whose target holds a
+  ``$`` or backtick, even quoted (bash expands ``>&'$(id)'`` ignoring the quotes). A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -365,6 +367,7 @@ class _Walker:
         kind = node.type
         if kind == "ERROR" or node.is_missing:
             self.unsafe.append("it does not parse as a shell command")
+            self.hidden.append(_text(node))  # what bash makes of it, no rule can name
             self.scan(node)
         elif kind == "command":
             self.command(node)
@@ -423,6 +426,7 @@ class _Walker:
                 self.statement(child)
         if node.has_error and kind != "ERROR":
             self.unsafe.append("it does not parse as a shell command")
+            self.hidden.append(_text(node))
 
     def scan(self, node: Any, quoted: bool = False) -> None:
         """Walk the command substitutions inside a value (a word, a string, an assignment), and
@@ -713,6 +717,10 @@ class _Walker:
             return
         target = targets[0]
         value = _value(target)
+        if operator in (">&", "<&") and any(mark in _text(target) for mark in "$`"):
+            # bash expands a `>&` target ignoring its quotes: `>&'$(id)'` runs id
+            self.unsafe.append(f"`{_text(node)}` expands its target as code")
+            self.hidden.append(_text(node))
         if operator in ("<", "<&"):
             return
         if operator == ">&" and (target.type == "number" or value == "-"):
