@@ -317,3 +317,33 @@ async def test_a_deny_rule_added_by_permissions_blocks_the_next_call_and_keeps_c
         (result,) = results(client)
     assert f"the deny rule Bash(rm:*) in {config} matches, so it is denied" in result
     assert (session.cwd / "keep.txt").exists() and client.approvals == []
+
+
+async def test_under_allow_bash_a_deny_rule_sees_what_bash_runs_unseen(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``allow = ["Bash"]`` with ``deny = ["Bash(touch:*)"]``: a line whose ``touch`` the
+    parser cannot name (it does not parse; a ``>&`` target bash expands despite its quotes; a
+    ``#`` after a carriage return) may be that ``touch``, so it asks (denied here) instead of
+    running under the whole-tool allow."""
+    marker = tmp_path / "PWNED"
+    config = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[permissions]\nallow = ["Bash"]\ndeny = ["Bash(touch:*)"]\n')
+    lines = [
+        f"ls >&'$(touch {marker})' 2>/dev/null",
+        f"ls <<E\n'\"$'`touch {marker}`",
+        f"ls x\r#; touch {marker}",
+    ]
+    steps = [*(bash(line) for line in lines), bash("echo allowed"), {"text": "done"}]
+    script = write_script(tmp_path / "script.json", steps)
+    client = Client(approve=deny)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert len(client.approvals) == len(lines)  # each asked; `echo allowed` did not
+    assert results(client)[-1].strip() == "allowed"
+    assert not marker.exists()
