@@ -525,6 +525,7 @@ EVALUATING = [
     "ls x\r#; touch {m}",
     # a here-document without its end line: bash reads the rest as its body
     "ls >/dev/null <<-E\n$$((`touch {m}`",
+    "ls >/dev/null <<E\n\tE\n#`touch {m}`",  # only `<<-` strips the tab before the end
     # bash expands a `>&` target ignoring its quotes
     "ls >&'$(touch {m})' 2>/dev/null",
     "ls 1>& '`touch {m}`' 2>/dev/null",

@@ -45,7 +45,8 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   characters there), a backslash-newline that joins ``$`` to ``(`` in double quotes, and a
   ``#`` inside a word (after a backslash-newline or a carriage return, which bash reads as a
   word's character and tree-sitter-bash as a blank: no comment starts there), any carriage
-  return, and a here-document that does not end with its delimiter line. A line that does not
+  return, and a here-document that does not end with its delimiter line (exactly it; after
+  tabs only for ``<<-``). A line that does not
   parse is hidden too (bash may run anything in it), and so is a ``>&`` whose target holds a
   ``$`` or backtick, even quoted (bash expands ``>&'$(id)'`` ignoring the quotes). A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
@@ -685,8 +686,8 @@ class _Walker:
         what no rule can name."""
         start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
         end = next((c for c in node.named_children if c.type == "heredoc_end"), None)
-        if start is not None and (end is None or _text(end).lstrip("\t") != _unquoted(start)):
-            # bash reads to the end of the line: what tree-sitter took for the end is body
+        if start is not None and not _ends(node, start, end):
+            # bash reads to the end of the input: what tree-sitter took for the end is body
             self.unsafe.append("its here-document does not end with its delimiter")
             self.hidden.append(_text(node))
         if start is None or any(quote in _text(start) for quote in "'\"\\"):
@@ -745,6 +746,18 @@ def _starts_comment(source: bytes, at: int) -> bool:
     if at == 0:
         return True
     return bytes([source[at - 1]]) in _WORD_ENDS and not _escaped(source, at - 1)
+
+
+def _ends(node: Any, start: Any, end: Any) -> bool:
+    """Whether the here-document ``node`` ends as bash ends it: a line that is exactly its
+    delimiter (``<<-``: after tabs only)."""
+    if end is None or _text(end) != _unquoted(start):
+        return False
+    source = _SOURCE.get()
+    line = source.rfind(b"\n", 0, end.start_byte) + 1
+    before = source[line : end.start_byte]
+    dash = any(c.type == "<<-" for c in node.children)
+    return not before.strip(b"\t") if dash else not before
 
 
 def _unquoted(node: Any) -> str:
