@@ -372,3 +372,54 @@ def test_what_the_user_did_not_type_is_marked_for_clients_and_sent_to_the_model(
     html = run(["export", session_id, "-o", "-"], project, env).stdout
     assert '<details class="msg notice"><summary class="role">(expanded /review prompt)' in html
     assert '<div class="role">you</div><p>/review cart.py</p></section>' in html
+
+
+def test_what_a_hostile_file_says_reaches_the_terminal_inert(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A session file is someone else's text: its session id, model, name and first prompt
+    are printed by ``import``, ``import --list`` and ``sessions`` with each ESC and BEL as its
+    escape (never a window title, an OSC 52 clipboard write or concealed text), and so is a
+    refusal that quotes the file (its format version)."""
+    claude_folder = (
+        tmp_path / "claude" / "projects" / "".join(c if c.isalnum() else "-" for c in str(project))
+    )
+    claude_folder.mkdir(parents=True)
+    base = {"cwd": str(project), "sessionId": "id\x1b]0;retitled\x07", "version": "2.0.55"}
+    lines = [
+        {"type": "summary", "summary": "name \x1b[8mconcealed", "leafUuid": "a1"},
+        base
+        | {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "timestamp": "2026-11-22T09:01:00.000Z",
+            "message": {"role": "user", "content": "hi \x1b]52;c;cm0gLXJmIH4=\x07there"},
+        },
+        base
+        | {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "timestamp": "2026-11-22T09:01:01.000Z",
+            "message": {"id": "m1", "role": "assistant", "model": "m\x1b[31m", "content": "ok"},
+        },
+    ]
+    hostile = claude_folder / "hostile.jsonl"
+    hostile.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    versioned = tmp_path / "versioned.jsonl"
+    versioned.write_text(json.dumps(lines[1] | {"version": "9\x1b]0;retitled\x07"}) + "\n")
+    done = [
+        run(["import", str(hostile)], project, env),
+        run(["import", "--list"], project, env),
+        run(["sessions"], project, env),
+        run(["import", str(versioned)], project, env),
+    ]
+    printed = "".join(d.stdout + d.stderr for d in done)
+    assert [d.returncode for d in done] == [0, 0, 0, 2], printed
+    assert "\x1b" not in printed and "\x07" not in printed
+    assert "session id\\x1b]0;retitled\\x07 into" in done[0].stdout
+    assert "anthropic/m\\x1b[31m there" in done[0].stdout
+    assert "hi \\x1b]52;c;cm0gLXJmIH4=\\x07there" in done[1].stdout
+    assert "name \\x1b[8mconcealed" in done[2].stdout
+    assert "Claude Code 9\\x1b]0;retitled\\x07," in done[3].stderr

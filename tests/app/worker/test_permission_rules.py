@@ -92,6 +92,45 @@ async def test_a_session_rule_is_durable_across_a_worker_restart(
         assert results(client)[-1].strip() == "one two"
 
 
+async def test_a_narrow_session_rule_does_not_allow_what_bash_expands_unseen(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``Bash(ls:*)`` kept for the session, then ``ls`` lines whose payload bash runs where
+    tree-sitter-bash saw text: a backtick in an unquoted here-document, anything in a ``<<-``
+    body, a nested backtick substitution, ``'$(…)'`` in a double-quoted ``${x:-…}``. Each
+    line asks (denied here) and the payload never runs."""
+    marker = tmp_path / "PWNED"
+    lines = [
+        f"ls >/dev/null <<E\nx `touch {marker}` y\nE",
+        f"ls >/dev/null <<-E\n\t$(touch {marker})\n\tE",
+        f"ls `ls \\`touch {marker}\\`` >/dev/null 2>&1",  # a nested backtick substitution
+        f"ls \"${{x:-'$(touch {marker})'}}\" >/dev/null 2>&1",  # quotes in "…" are characters
+        f"ls a\\\n#$(touch {marker}) 2>/dev/null",  # joined: `a#$(…)` is one word
+    ]
+    steps = [bash("ls"), *(bash(line) for line in lines), {"text": "done"}]
+    script = write_script(tmp_path / "script.json", steps)
+    offers: list[dict[str, Any]] = []
+
+    async def first_kept_then_denied(facade: Any, request: dict[str, Any], ctx: Context) -> None:
+        offers.append(request)
+        if len(offers) == 1:
+            kept = {"decision": "allow", "by": "test", "rule": "Bash(ls:*)", "scope": "session"}
+            await facade.decide(kept, BACKGROUND)
+        else:
+            await deny(facade, request, ctx)
+
+    client = Client(approve=first_kept_then_denied)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert offers[0]["rule"] == "Bash(ls:*)"
+    assert len(offers) == 1 + len(lines)  # each line asked, though the rule was kept
+    assert not marker.exists()
+
+
 class CommandTui:
     """The TUI service without a screen, for ``/permissions``: commands, notices, and dialogs
     a test answers (``next_dialog``)."""
@@ -278,3 +317,33 @@ async def test_a_deny_rule_added_by_permissions_blocks_the_next_call_and_keeps_c
         (result,) = results(client)
     assert f"the deny rule Bash(rm:*) in {config} matches, so it is denied" in result
     assert (session.cwd / "keep.txt").exists() and client.approvals == []
+
+
+async def test_under_allow_bash_a_deny_rule_sees_what_bash_runs_unseen(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``allow = ["Bash"]`` with ``deny = ["Bash(touch:*)"]``: a line whose ``touch`` the
+    parser cannot name (it does not parse; a ``>&`` target bash expands despite its quotes; a
+    ``#`` after a carriage return) may be that ``touch``, so it asks (denied here) instead of
+    running under the whole-tool allow."""
+    marker = tmp_path / "PWNED"
+    config = Path(env["XDG_CONFIG_HOME"]) / "coding-agent" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('[permissions]\nallow = ["Bash"]\ndeny = ["Bash(touch:*)"]\n')
+    lines = [
+        f"ls >&'$(touch {marker})' 2>/dev/null",
+        f"ls <<E\n'\"$'`touch {marker}`",
+        f"ls x\r#; touch {marker}",
+    ]
+    steps = [*(bash(line) for line in lines), bash("echo allowed"), {"text": "done"}]
+    script = write_script(tmp_path / "script.json", steps)
+    client = Client(approve=deny)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert len(client.approvals) == len(lines)  # each asked; `echo allowed` did not
+    assert results(client)[-1].strip() == "allowed"
+    assert not marker.exists()

@@ -651,8 +651,20 @@ async def test_an_allow_rule_for_all_of_bash_needs_a_confirmation_naming_it(
             "Yes, add WebFetch: every fetch of any URL runs without asking",
             "WebFetch allows fetching any URL without asking",
         ),
+        (  # every path: the whole tool spelled as a pattern
+            "Edit(**)",
+            "Allow every edit and write with Edit(**)?",
+            "Yes, add Edit(**): every edit and write runs without asking",
+            "Edit(**) allows every file edit and write in the project without asking",
+        ),
+        (
+            "Write(//**)",
+            "Allow every write with Write(//**)?",
+            "Yes, add Write(//**): every write runs without asking",
+            "Write(//**) allows every file write in the project without asking",
+        ),
     ],
-    ids=["Edit", "Write", "mcp__github", "WebFetch"],
+    ids=["Edit", "Write", "mcp__github", "WebFetch", "Edit(**)", "Write(//**)"],
 )
 async def test_an_allow_rule_for_a_whole_tool_that_asks_needs_a_confirmation_naming_it(
     kit: Any, tmp_path: Path, rule: str, title: str, yes: str, body: str
@@ -689,7 +701,7 @@ async def test_an_allow_rule_for_a_whole_tool_that_asks_needs_a_confirmation_nam
         assert source.files == {}
         asked = len(c.tui.prompts)
         await command(f"ask {rule} --session", BACKGROUND)  # only allow widens: no question
-        narrow = "Edit(src/**)" if rule in ("Edit", "Write") else "WebFetch(domain:example.com)"
+        narrow = "WebFetch(domain:example.com)" if rule == "WebFetch" else "Edit(src/**)"
         await command(f"allow {narrow} --session", BACKGROUND)
         assert c.commands.notices[-1] == (
             f"Added allow rule {narrow} to this session",

@@ -503,11 +503,48 @@ EVALUATING = [
     "ls 'a[$(touch {m})]' 2>/dev/null; declare -i y=$_",
     "ls ${{PWD#`touch {m}`}} >/dev/null",
     "ls 'a[$(touch {m})]' 2>/dev/null; [ -v \"$_\" ]",
+    # an unquoted here-document is expanded; tree-sitter-bash parses neither backticks in a
+    # body nor anything in a `<<-` body
+    "ls >/dev/null <<E\nx `touch {m}` y\nE",
+    "ls >/dev/null <<-E\n\t$(touch {m})\n\tE",
+    "ls >/dev/null <<-E\n\t`touch {m}`\n\tE",
+    "ls >/dev/null <<E\n${{PWD#`touch {m}`}}\nE",
+    "ls >/dev/null <<E\n${{x:-'$(touch {m})'}}\nE",  # quotes in a body are characters
+    "ls >/dev/null <<E\n$\\\n(touch {m})\nE",  # a backslash joins the lines: `$(`
+    # bash reads a backtick substitution again without the backslashes before ` and $
+    "ls `ls \\`touch {m}\\`` >/dev/null 2>&1",
+    "ls `ls \\$(touch {m})` >/dev/null 2>&1",
+    # in double quotes the quotes of `${x:-'…'}` are characters: the `$(…)` runs
+    "ls \"${{x:-'$(touch {m})'}}\" >/dev/null 2>&1",
+    'ls "$\\\n(touch {m})" >/dev/null 2>&1',
+    # joined to the line before, a `#` inside a word starts no comment
+    "ls a\\\n#$(touch {m}) 2>/dev/null",
+    'ls a\\\n\\\n#"`touch {m}`" 2>/dev/null',
+    "ls \\ #$(touch {m}) 2>/dev/null",  # an escaped blank is a word's character
+    # a carriage return is a word's character to bash, a blank to tree-sitter-bash
+    "ls [\r#$(touch {m}) 2>/dev/null",
+    "ls x\r#; touch {m}",
+    # a here-document without its end line: bash reads the rest as its body
+    "ls >/dev/null <<-E\n$$((`touch {m}`",
+    "ls >/dev/null <<E\n\tE\n#`touch {m}`",  # only `<<-` strips the tab before the end
+    # bash expands a `>&` target ignoring its quotes
+    "ls >&'$(touch {m})' 2>/dev/null",
+    "ls 1>& '`touch {m}`' 2>/dev/null",
+    # a line that does not parse may run anything: a deny rule may match it
+    "ls <<E\n'\"$'`touch {m}`",
+    "ls \n\tE\n<<-E\n'$(touch {m})'|\"${{x:-$'",
 ]
 INERT = [  # bash evaluates none of these: they stay allowed
     "ls 'a[$(touch {m})]' 2>/dev/null; ls ${{_}} ${{#_}} ${{_:-x}} ${{_#a}} ${{_@Q}} >/dev/null 2>&1",
     "ls '$(touch {m})' 2>/dev/null; ls ${{_@E}} >/dev/null 2>&1",
     "ls 'a[$(touch {m})]' 2>/dev/null; ls \"$_\" $((1 + 2)) >/dev/null 2>&1",
+    "ls >/dev/null <<'E'\n`touch {m}` $(touch {m})\nE",  # a quoted delimiter: literal text
+    "ls >/dev/null <<-\\E\n\t`touch {m}`\n\tE",
+    "ls >/dev/null <<E\n$HOME ${{PWD}} $PWD\nE",
+    "ls ${{x:-'$(touch {m})'}} >/dev/null 2>&1",  # unquoted, '…' quotes
+    "ls $(ls \\`touch {m}\\`) >/dev/null 2>&1",  # in $(…) an escaped backtick is one
+    "ls >/dev/null \\\n# $(touch {m})",  # after a blank, `#` starts a comment
+    "ls >/dev/null;# $(touch {m})",
 ]
 
 
@@ -533,6 +570,46 @@ def test_what_bash_does_not_evaluate_stays_allowed(tmp_path: Path, template: str
     command, ran = _bash_runs(tmp_path, template)
     assert not ran, f"bash ran the payload of {command!r}"
     assert rules("allow Bash(ls:*)").evaluate("bash", {"command": command}).kind == "allow"
+
+
+WRAPPED = [
+    ("timeout", "timeout 5 touch {m}"),
+    ("env", "env touch {m}"),
+    ("nice", "nice -n 5 touch {m}"),
+    ("nohup", "nohup touch {m} >/dev/null 2>&1"),
+    ("time", "time touch {m}"),
+    ("xargs", "echo {m} | xargs touch"),
+    ("stdbuf", "stdbuf -o0 touch {m}"),
+    ("setsid", "setsid -w touch {m}"),
+]
+
+
+@pytest.mark.parametrize(("wrapper", "template"), WRAPPED)
+def test_a_rule_for_a_wrapper_does_not_allow_the_command_behind_it(
+    tmp_path: Path, wrapper: str, template: str
+) -> None:
+    """``Bash(timeout:*)`` names only the wrapper: the command it runs must be allowed too
+    (``touch`` here, which real bash runs), by another rule or by naming it."""
+    command, ran = _bash_runs(tmp_path, template)
+    assert ran, f"bash did not run the payload of {command!r}"
+    alone = rules(f"allow Bash({wrapper}:*)", "allow Bash(echo:*)")
+    assert alone.evaluate("bash", {"command": command}).kind is None
+    both = rules(f"allow Bash({wrapper}:*)", "allow Bash(echo:*)", "allow Bash(touch:*)")
+    assert both.evaluate("bash", {"command": command}).kind == "allow"
+
+
+def test_a_rule_naming_the_command_behind_a_wrapper_allows_it() -> None:
+    named = rules("allow Bash(sudo rm:*)", "allow Bash(timeout 5 npm test)")
+    assert verdict(named, "bash", command="sudo rm -rf build") == "allow"
+    assert verdict(named, "bash", command="timeout 5 npm test") == "allow"
+    assert verdict(named, "bash", command="timeout 5 npm publish") is None
+    assert verdict(named, "bash", command="sudo -u root rm x") is None  # names -u, not rm
+    # beside a wrapper's rule, the dialog offers the exact line, which names what runs
+    wrapper = rules("allow Bash(timeout:*)")
+    offered = suggest_rule(
+        "bash", {"command": "timeout 5 npm test"}, root=ROOT, workspace=ROOT, rules=wrapper
+    )
+    assert offered == "Bash(timeout 5 npm test)"
 
 
 def test_bash_test_does_not_evaluate_the_text_of_eq(tmp_path: Path) -> None:

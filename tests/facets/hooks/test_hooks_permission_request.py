@@ -451,3 +451,38 @@ async def test_a_hooks_allow_keeps_its_updated_permissions_as_session_rules(
     assert "allow rule Write(.git/**) kept for this session" in log  # it covers no .git/ edit
     assert "updatedPermissions entry of type 'setMode' is not applied here" in log
     assert "not kept here" not in log and "not honoured here" not in log
+
+
+EVERY_PATH = """import json, sys
+event = json.load(sys.stdin)
+if event["tool_input"].get("command", "").startswith("echo first"):
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "allow", "updatedPermissions": [{"type": "addRules", "behavior": "allow",
+            "destination": "session", "rules": [{"toolName": "Edit", "ruleContent": "**"},
+            {"toolName": "Write", "ruleContent": "//**"}]}]}}}))
+"""
+
+
+async def test_a_hooks_allow_for_every_path_is_not_kept(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    """``Edit(**)`` and ``Write(//**)`` match every path: the whole tool spelled as a path,
+    which a hook never adds (only a person, after the second question). The next write asks."""
+    env = {**agent_env, **home_env(tmp_path)}
+    script = write(tmp_path / "hooks" / "every.py", EVERY_PATH)
+    settings(tmp_path, {"PermissionRequest": [{"hooks": [command(f"{PYTHON} {script}")]}]})
+    steps = [
+        *bash("echo first")[:-1],
+        {"toolCalls": [{"name": "write", "arguments": {"path": "notes.txt", "content": "x"}}]},
+        {"text": "done"},
+    ]
+    stderr: list[str] = []
+    client = await run_turn(tmp_path, env, steps, mode="ask", approve=deny, stderr=stderr)
+    first, written = results(client)
+    assert first["isError"] is False
+    assert [d.request["name"] for d in client.approvals] == ["write"]  # asked, denied
+    assert written["isError"] is True
+    assert not (tmp_path / "project" / "notes.txt").exists()
+    log = "\n".join(stderr)
+    assert "allow rule Edit(**) not kept: it allows every edit and write" in log
+    assert "allow rule Write(//**) not kept: it allows every write" in log

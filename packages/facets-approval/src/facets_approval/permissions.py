@@ -100,8 +100,10 @@ def wide_allow(rule: Rule, kind: str) -> tuple[str, str, str] | None:
     "every edit"), ``runs`` for its "Yes" answer ("every bash command runs") and ``sentence``
     says it whole (:func:`widens`). Bash, the edit tools (``Edit``, ``Write``), the fetch tools
     (``WebFetch`` without a domain), ``WebSearch``, an MCP server (``mcp__github``) and an MCP
-    tool count; a read-only tool does not (it runs without asking already)."""
-    if kind != "allow" or not rule.whole_tool:
+    tool count; a read-only tool does not (it runs without asking already). So does an edit
+    rule whose pattern matches every path (``Edit(**)``, ``Write(//**)``, ``Edit(./**/*)``):
+    the whole tool spelled as a path."""
+    if kind != "allow" or not (rule.whole_tool or _every_path(rule)):
         return None
     if rule.server is not None:
         server = rule.server
@@ -153,6 +155,22 @@ def wide_allow(rule: Rule, kind: str) -> tuple[str, str, str] | None:
             f"its arguments. {_STILL}, and plan mode still blocks it",
         )
     return None
+
+
+_ANCHORS = ("//", "~/", "./", "/")
+
+
+def _every_path(rule: Rule) -> bool:
+    """Whether ``rule``'s path pattern matches every path below where it is anchored (only
+    ``*``, ``**`` and ``/`` after ``//``, ``~/``, ``./`` or ``/``)."""
+    pattern = rule.pattern
+    if pattern is None:
+        return False
+    for anchor in _ANCHORS:
+        if pattern.startswith(anchor):
+            pattern = pattern[len(anchor) :]
+            break
+    return "**" in pattern and not pattern.strip("*/")
 
 
 def widens(rule: Rule, kind: str) -> str:

@@ -43,7 +43,9 @@ can name (``eval "$X"``, ``source f``, ``bash script.sh``, ``find -delete``, ``$
 
 * any part a deny rule matches denies the whole line (a part that only *may* match asks);
 * any part an ask rule matches (or may match) asks;
-* allow rules allow the line only when *every* part is allowed and the line hides nothing
+* allow rules allow the line only when *every* part is allowed — and the command behind a
+  part's wrappers too: ``Bash(timeout:*)`` does not allow ``timeout 5 rm x`` unless a rule
+  allows ``rm x`` (or names it, ``Bash(timeout 5 rm:*)``) — and the line hides nothing
   and writes no file (:attr:`~.shell.CommandAnalysis.allowable`); a line that does not parse,
   uses ``eval``/``$CMD``/``<( … )``, sets variables, redirects output to a file, makes bash
   evaluate a variable's text (``${x@P}``, ``${x:off}``, ``${x[i]}``, ``${!x}``, ``$((x))``,
@@ -66,7 +68,7 @@ from urllib.parse import urlsplit
 
 from pico3 import CLAUDE_CODE_TOOLS
 
-from .shell import CommandAnalysis, analyse_command
+from .shell import CommandAnalysis, CommandPart, analyse_command
 
 __all__ = [
     "RULE_KINDS",
@@ -369,6 +371,28 @@ def _match_words(rule: Rule, words: tuple[str | None, ...], strict: bool) -> Mat
     return "no"
 
 
+def _allowing(allows: Sequence[SourcedRule], words: tuple[str | None, ...]) -> list[SourcedRule]:
+    """The command allow rules that match ``words`` literally."""
+    return [
+        r for r in allows if r.rule.words is not None and _match_words(r.rule, words, True) == "yes"
+    ]
+
+
+def _reaches_inner(rule: Rule, part: CommandPart, allows: Sequence[SourcedRule]) -> bool:
+    """Whether the command behind ``part``'s wrappers is allowed too: ``rule`` (which matched
+    the whole part) names it (``Bash(sudo rm:*)``, the exact ``Bash(timeout 5 npm test)``), or
+    another allow rule matches it. ``Bash(timeout:*)`` alone names only the wrapper, and would
+    otherwise allow ``timeout 5 rm -rf ~``: every command a line runs must be allowed."""
+    if not part.runs:
+        return True
+    inner = part.runs[-1]
+    before = len(part.words) - len(inner)
+    assert rule.words is not None
+    if before >= 0 and part.words[before:] == inner and len(rule.words) > before:
+        return True
+    return bool(_allowing(allows, inner))
+
+
 @dataclass(frozen=True, slots=True)
 class SourcedRule:
     """A rule with its kind and where it came from (``"session"`` or a file's path)."""
@@ -457,9 +481,8 @@ class RuleSet:
                 found = next(
                     (
                         r
-                        for r in allows
-                        if r.rule.words is not None
-                        and _match_words(r.rule, part.words, True) == "yes"
+                        for r in _allowing(allows, part.words)
+                        if _reaches_inner(r.rule, part, allows)
                     ),
                     None,
                 )

@@ -37,7 +37,18 @@ GitHub use for shell scripts) and returns a :class:`CommandAnalysis`:
   it is refused too (``sort $X``).
 * ``hidden`` — what runs a command no rule can name: ``eval "$X"``, ``source``, ``bash -c "$X"``,
   ``bash script.sh`` or ``curl … | sh``, ``find -delete``, every evaluating expansion above.
-  Every deny or ask rule *may* match such a line, so it asks. A command string that is known
+  Every deny or ask rule *may* match such a line, so it asks. So does what bash expands where
+  tree-sitter-bash reads plain text: a ``$`` or backtick it did not parse in an unquoted
+  here-document (it parses a ``$( … )`` in a ``<<`` body, but not backticks, nor anything in a
+  ``<<-`` body), a backtick substitution with ``\\``` or ``\\$`` in it (bash reads it again
+  without the backslash), ``'$( … )'`` in a double-quoted ``"${x:-…}"`` (the quotes are
+  characters there), a backslash-newline that joins ``$`` to ``(`` in double quotes, and a
+  ``#`` inside a word (after a backslash-newline or a carriage return, which bash reads as a
+  word's character and tree-sitter-bash as a blank: no comment starts there), any carriage
+  return, and a here-document that does not end with its delimiter line (exactly it; after
+  tabs only for ``<<-``). A line that does not
+  parse is hidden too (bash may run anything in it), and so is a ``>&`` whose target holds a
+  ``$`` or backtick, even quoted (bash expands ``>&'$(id)'`` ignoring the quotes). A command string that is known
   (``bash -c 'rm x'``, ``eval 'rm x'``, ``env -S``, ``flock -c``, ``find -exec rm {} +``) is
   parsed and its commands are parts.
 * ``runs`` of a part — the command behind its wrappers (``sudo``, ``doas``, ``env``, ``nohup``,
@@ -195,18 +206,27 @@ _COVERED = frozenset(
     }
 )
 
+_WORD_ENDS = frozenset(bytes([c]) for c in b" \t\n;&|()<>")
+"""The bytes after which bash starts a word (a ``#`` there starts a comment)."""
+
+_BACKTICK_ESCAPE = re.compile(r"\A`.*\\[`$]", re.DOTALL)
+"""A backtick substitution with a backslash before a backtick or a ``$`` in its text: bash
+reads the text again without that backslash, so the backtick or ``$`` starts a substitution
+tree-sitter-bash read as plain text."""
+
 _LITERAL_ARITHMETIC = re.compile(r"\$(?:\(\(|\[)[0-9\s+\-*/%()<>=!&|^~?:,]*(?:\)\)|\])")
 """Arithmetic on numbers alone; a name (or ``$x``) in it evaluates that variable's text as
 arithmetic, which runs a ``$(…)`` inside a subscript: ``x='a[$(id)]'; echo $((x))``."""
 
 
-def _evaluates(node: Any) -> str | None:
-    """Why the value ``node`` evaluates text as code, or ``None``."""
+def _evaluates(node: Any, quoted: bool = False) -> str | None:
+    """Why the value ``node`` evaluates text as code, or ``None``; ``quoted``: it is inside a
+    double-quoted string (:func:`_unexamined`)."""
     kind = node.type
     if kind == "expansion":
         text = _text(node)
         head = _PLAIN_EXPANSION.match(text)
-        if head is None or _unexamined(node, head.end()):
+        if head is None or _unexamined(node, head.end(), quoted):
             return f"`{text}` evaluates text it takes from a variable (that text can run commands)"
     elif kind == "arithmetic_expansion":
         text = _text(node)
@@ -215,14 +235,20 @@ def _evaluates(node: Any) -> str | None:
     return None
 
 
-def _unexamined(node: Any, start: int) -> bool:
+def _unexamined(node: Any, start: int, quoted: bool = False) -> bool:
     """True when a ``$`` or a backtick in ``node`` after ``start`` characters is not in a node
-    the walker examines (tree-sitter keeps a pattern such as ``${x#`id`}`` as plain text)."""
+    the walker examines (tree-sitter keeps a pattern such as ``${x#`id`}`` as plain text).
+
+    ``quoted``: ``node`` is inside a double-quoted string, where bash keeps the quotes of
+    ``"${x:-'$(id)'}"`` as characters and runs the ``$(id)`` tree-sitter-bash reads as a
+    ``'…'`` string: there ``'…'`` and ``$'…'`` are not examined."""
     spans: list[tuple[int, int]] = []
     stack = list(node.named_children)
     while stack:
         child = stack.pop()
-        if child.type in _COVERED:
+        if child.type in _COVERED and not (
+            quoted and child.type in ("raw_string", "ansi_c_string")
+        ):
             spans.append((child.start_byte, child.end_byte))
         else:
             stack.extend(child.named_children)
@@ -312,6 +338,9 @@ def analyse_command(command: str) -> CommandAnalysis:
     depth = _DEPTH.set(_DEPTH.get() + 1)
     try:
         walker.statement(tree.root_node)
+        if b"\r" in source:  # tree-sitter-bash reads it as a blank, bash as a word's character
+            walker.unsafe.append("it holds a carriage return (bash reads it as part of a word)")
+            walker.hidden.append(command)  # `echo x\r#; rm x` runs rm after `x\r#`
     finally:
         _SOURCE.reset(token)
         _DEPTH.reset(depth)
@@ -339,6 +368,7 @@ class _Walker:
         kind = node.type
         if kind == "ERROR" or node.is_missing:
             self.unsafe.append("it does not parse as a shell command")
+            self.hidden.append(_text(node))  # what bash makes of it, no rule can name
             self.scan(node)
         elif kind == "command":
             self.command(node)
@@ -366,9 +396,19 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind in _STRUCTURE:
+            if kind == "command_substitution" and _BACKTICK_ESCAPE.search(_text(node)):
+                # bash removes the backslash and parses again: `echo \`id\`` runs `id`
+                self.unsafe.append(
+                    f"`{_text(node)}` holds an escaped backtick or `$` (it runs what follows)"
+                )
+                self.hidden.append(_text(node))
             for child in node.named_children:
                 self.statement(child)
         elif kind == "comment":
+            if not _starts_comment(_SOURCE.get(), node.start_byte):
+                # `ls a\` then `#$(id)`, `ls \ #$(id)`: bash reads the word `a#$(id)`
+                self.unsafe.append("a `#` inside a word (bash reads no comment there)")
+                self.hidden.append(_text(node))
             return
         elif kind == "variable_assignment" or kind == "variable_assignments":
             self.unsafe.append(f"it sets a shell variable ({_text(node)})")
@@ -387,22 +427,28 @@ class _Walker:
                 self.statement(child)
         if node.has_error and kind != "ERROR":
             self.unsafe.append("it does not parse as a shell command")
+            self.hidden.append(_text(node))
 
-    def scan(self, node: Any) -> None:
+    def scan(self, node: Any, quoted: bool = False) -> None:
         """Walk the command substitutions inside a value (a word, a string, an assignment), and
-        refuse the expansions that evaluate text (:func:`_evaluates`)."""
-        why = _evaluates(node)
+        refuse the expansions that evaluate text (:func:`_evaluates`); ``quoted``: inside a
+        double-quoted string."""
+        why = _evaluates(node, quoted)
+        if node.type == "string" and "\\\n" in _text(node) and _unexamined(node, 0, True):
+            # bash joins a line ending in a backslash to the next: `"$\` then `(id)"` runs id
+            why = f"`{_text(node)}` joins lines into a `$` or backtick the rules cannot read"
         if why is not None:
             self.unsafe.append(why)
             self.hidden.append(_text(node))
+        inner = quoted or node.type in ("string", "heredoc_body")  # double-quote rules inside
         for child in node.named_children:
             if child.type in ("command_substitution", "process_substitution"):
                 self.statement(child)
             elif child.type == "ERROR":
                 self.unsafe.append("it does not parse as a shell command")
-                self.scan(child)
+                self.scan(child, inner)
             else:
-                self.scan(child)
+                self.scan(child, inner)
 
     def command(self, node: Any) -> None:
         words: list[str | None] = []
@@ -633,6 +679,29 @@ class _Walker:
         if spec is not None:
             self.flagged(f"git {sub}", spec, rest, text)
 
+    def heredoc(self, node: Any) -> None:
+        """A here-document whose delimiter is unquoted is expanded as bash reads it, and
+        tree-sitter-bash parses only some of that: a ``$( … )`` in a ``<<`` body, but neither
+        backticks nor anything in a ``<<-`` body. A ``$`` or backtick it did not parse runs
+        what no rule can name."""
+        start = next((c for c in node.named_children if c.type == "heredoc_start"), None)
+        end = next((c for c in node.named_children if c.type == "heredoc_end"), None)
+        if start is not None and not _ends(node, start, end):
+            # bash reads to the end of the input: what tree-sitter took for the end is body
+            self.unsafe.append("its here-document does not end with its delimiter")
+            self.hidden.append(_text(node))
+        if start is None or any(quote in _text(start) for quote in "'\"\\"):
+            return  # a quoted delimiter: the body is literal text
+        for body in (c for c in node.named_children if c.type == "heredoc_body"):
+            text = _text(body)
+            # bash joins a line ending in a backslash to the next: `$\` then `(id)` is `$(id)`
+            joined = "\\\n" in text and any(mark in text for mark in "$`")
+            if joined or _unexamined(body, 0, quoted=True):
+                self.unsafe.append(
+                    "its here-document expands a `$` or backtick the rules cannot read"
+                )
+                self.hidden.append(_text(body))
+
     def redirect(self, node: Any) -> None:
         operator = next((c.type for c in node.children if not c.is_named), "")
         targets = [c for c in node.named_children if c.type != "file_descriptor"]
@@ -643,16 +712,57 @@ class _Walker:
                 self.statement(child)  # `cat <<EOF | grep x > out`: the rest of the pipeline
             else:
                 self.scan(child)
+        if node.type == "heredoc_redirect":
+            self.heredoc(node)
         if node.type != "file_redirect" or not targets:
             return
         target = targets[0]
         value = _value(target)
+        if operator in (">&", "<&") and any(mark in _text(target) for mark in "$`"):
+            # bash expands a `>&` target ignoring its quotes: `>&'$(id)'` runs id
+            self.unsafe.append(f"`{_text(node)}` expands its target as code")
+            self.hidden.append(_text(node))
         if operator in ("<", "<&"):
             return
         if operator == ">&" and (target.type == "number" or value == "-"):
             return  # `>&2`: duplicates a descriptor, writes no file
         if (operator in _WRITES or operator == ">&") and value != "/dev/null":
             self.writes.append(value if value is not None else _text(target))
+
+
+def _escaped(source: bytes, at: int) -> bool:
+    """Whether the byte at ``at`` follows an odd number of backslashes."""
+    count = 0
+    while at - count - 1 >= 0 and source[at - count - 1] == 0x5C:
+        count += 1
+    return count % 2 == 1
+
+
+def _starts_comment(source: bytes, at: int) -> bool:
+    """Whether bash starts a comment at the ``#`` at ``at``: at the start of a word, after a
+    blank or an operator that no backslash escapes, line continuations (removed first) aside."""
+    while at >= 2 and source[at - 1] == 0x0A and _escaped(source, at - 1):
+        at -= 2  # a backslash-newline: bash removes it before reading words
+    if at == 0:
+        return True
+    return bytes([source[at - 1]]) in _WORD_ENDS and not _escaped(source, at - 1)
+
+
+def _ends(node: Any, start: Any, end: Any) -> bool:
+    """Whether the here-document ``node`` ends as bash ends it: a line that is exactly its
+    delimiter (``<<-``: after tabs only)."""
+    if end is None or _text(end) != _unquoted(start):
+        return False
+    source = _SOURCE.get()
+    line = source.rfind(b"\n", 0, end.start_byte) + 1
+    before = source[line : end.start_byte]
+    dash = any(c.type == "<<-" for c in node.children)
+    return not before.strip(b"\t") if dash else not before
+
+
+def _unquoted(node: Any) -> str:
+    """A here-document delimiter as bash compares it: its quotes and backslashes removed."""
+    return re.sub(r"""['"\\]""", "", _text(node))
 
 
 def _text(node: Any) -> str:

@@ -19,6 +19,7 @@ from .rules import (
     RuleSet,
     SourcedRule,
     _match_words,  # pyright: ignore[reportPrivateUsage] - one package
+    _reaches_inner,  # pyright: ignore[reportPrivateUsage] - one package
     parse_rule,
     tool_path,
 )
@@ -166,7 +167,13 @@ def suggest_rule(
             for part in analysis.parts
             if not any(
                 r.rule.governs("bash")
-                and (r.rule.words is None or _match_words(r.rule, part.words, True) == "yes")
+                and (
+                    r.rule.words is None
+                    or (
+                        _match_words(r.rule, part.words, True) == "yes"
+                        and _reaches_inner(r.rule, part, allows)
+                    )
+                )
                 for r in allows
             )
         ]

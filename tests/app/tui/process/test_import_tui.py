@@ -205,3 +205,73 @@ async def test_import_in_a_tui_that_cannot_switch_says_how_to_continue_the_impor
     assert seen["shown"] == session.id  # the TUI stayed where it was
     assert seen["toast"].startswith("Imported 8 messages of Claude Code session 9a8b7c6d-")
     assert f"\nContinue it with: coding-agent --resume {new.id} (" in seen["toast"]
+
+
+def _hostile_slash_command(tmp_path: Path, project: Path) -> Path:
+    """A Claude Code file whose typed command's name is Textual markup with a click action
+    and a terminal escape, followed by its expanded prompt (an ``isMeta`` line)."""
+    import json
+
+    base = {"cwd": str(project), "sessionId": "hostile", "version": "2.0.55", "type": "user"}
+    name = "/[@click=app.simulate_key('y')]review[/]\x1b]0;pwned\x07"
+    lines = [
+        base
+        | {
+            "uuid": "h1",
+            "parentUuid": None,
+            "timestamp": "2026-11-22T09:01:00.000Z",
+            "message": {"role": "user", "content": f"<command-name>{name}</command-name>"},
+        },
+        base
+        | {
+            "uuid": "h2",
+            "parentUuid": "h1",
+            "isMeta": True,
+            "timestamp": "2026-11-22T09:01:01.000Z",
+            "message": {"role": "user", "content": [{"type": "text", "text": "Review it."}]},
+        },
+        base
+        | {
+            "uuid": "h3",
+            "parentUuid": "h2",
+            "type": "assistant",
+            "timestamp": "2026-11-22T09:01:02.000Z",
+            "message": {"id": "m1", "role": "assistant", "content": "Reviewed."},
+        },
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+async def test_an_imported_command_name_in_a_collapsed_line_is_plain_inert_text(
+    kit: Any, project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The collapsed line's label names a command from the file: Textual markup in it (a
+    ``@click`` action that would press keys in the app when the line is clicked) is shown as
+    the characters it is, and an ESC as its escape."""
+    from textual.widgets._collapsible import CollapsibleTitle
+
+    from coding_agent.tui.widgets.collapsible import QuietCollapsible
+
+    source = _hostile_slash_command(tmp_path, project)
+    session = await import_session(read_session_file(source), cwd=project, env=agent_env)
+    seen: dict[str, Any] = {}
+
+    def labels(app: Any) -> list[Any]:
+        return [
+            block.query_one(CollapsibleTitle).label
+            for block in app.transcript.query(QuietCollapsible)
+            if block.has_class("meta")
+        ]
+
+    async def resumed(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app) and labels(app), "the collapsed line")
+        seen["labels"] = labels(app)
+
+    await kit.drive(session, keeper(kit, session, agent_env, [], tmp_path), resumed)
+    (label,) = seen["labels"]
+    assert "[@click=app.simulate_key('y')]review[/]" in label.plain
+    assert "\\x1b]0;pwned\\x07" in label.plain and "\x1b" not in label.plain
+    assert not [span for span in label.spans if "click" in str(span.style)]

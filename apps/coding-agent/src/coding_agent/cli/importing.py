@@ -11,6 +11,10 @@ whose sessions it lists; ``--cwd`` picks another, for a folder that moved); the 
 (``coding-agent --resume ID``), and what was left out (skipped lines of a cut-off file,
 subagents' lines). The source file is only read. Importing a file a second time makes another
 session and says which ones hold the first import.
+
+Everything printed is made inert (:func:`chord.inert`): the first prompt, the session id, the
+model and a format version come from a file someone else may have written, and an ESC in them
+(a window title, an OSC 52 clipboard write, concealed text) shows as its escape.
 """
 
 from __future__ import annotations
@@ -54,6 +58,7 @@ def run_import_command(
     ``resume`` is how the user starts the agent (``coding-agent``, ``uv run coding-agent``)."""
     out: TextIO = stream if stream is not None else sys.stdout
     # lazy: start-up time (every command line builds this parser; these load only for import)
+    from chord import inert
     from coding_agent.importing.common import ImportProblem
     from coding_agent.importing.store import (
         import_file,
@@ -78,7 +83,7 @@ def run_import_command(
                 out.write(f"No pi or Claude Code sessions of {cwd}\n")
                 return 0
             for item in found:
-                out.write(item.listing() + "\n")
+                out.write(inert(item.listing()) + "\n")
             return 0
         if args.latest:
             found = importable_sessions(cwd)
@@ -97,9 +102,9 @@ def run_import_command(
         earlier = previous_imports(imported.source)
         session = import_file(imported, cwd=folder)
     except ImportProblem as problem:
-        print(f"coding-agent: error: {problem}", file=sys.stderr)
+        print(f"coding-agent: error: {inert(str(problem))}", file=sys.stderr)
         return 2
     for line in import_report(imported, session, earlier):
-        out.write(line + "\n")
+        out.write(inert(line) + "\n")
     out.write(f"Continue it with: {resume} --resume {session.id}\n")
     return 0

@@ -10,6 +10,8 @@
 and under a session with more than one branch a row per branch (its number, as ``/tree`` and
 ``export --branch N`` take it, and its first prompt; ``*`` marks the branch the user is on);
 ``--json`` prints a JSON array of :func:`coding_agent.session_files.index.describe` objects instead.
+The lines are made inert (:func:`chord.inert`): a name or first prompt from an imported file
+(``coding-agent import``) may hold an ESC, which shows as its escape.
 A session folder that cannot be read (a ``session.json`` that is broken, a FIFO, a device, too
 big) is a warning naming the file on stderr.
 ``export`` writes a branch of the session (:mod:`coding_agent.session_files.export`) to a file
@@ -76,6 +78,7 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
     """Run ``sessions`` or ``export``; returns the exit status."""
     out: TextIO = stream if stream is not None else sys.stdout
     # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
+    from chord import inert
     from coding_agent.session_files.folders import list_sessions, open_session
 
     if args.command == "sessions":
@@ -103,13 +106,14 @@ def run_session_command(args: argparse.Namespace, cwd: Path, stream: TextIO | No
                 human_size(info["size"]),
                 info["firstPrompt"] or "(no prompt yet)",
             ]
-            out.write("  ".join(fields) + ("  (running)" if info["running"] else "") + "\n")
+            line = "  ".join(fields) + ("  (running)" if info["running"] else "")
+            out.write(inert(line) + "\n")
             branches = info["branches"]
             if len(branches) > 1:  # one branch is the session itself: no rows for it
                 for branch in branches:
                     mark = "*" if branch["current"] else " "
                     summary = branch["summary"] or "(no prompt yet)"
-                    out.write(f"  {mark} branch {branch['id']}  {summary}\n")
+                    out.write(inert(f"  {mark} branch {branch['id']}  {summary}") + "\n")
         return 0
     # lazy: start-up time (every command line builds this parser; these load only for sessions/export)
     from coding_agent.session_files.export import branch_entries, has_messages, write_export

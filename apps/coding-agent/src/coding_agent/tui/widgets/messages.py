@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.markup import escape
 from textual.widget import Widget
 from textual.widgets import Static
 
@@ -325,7 +326,9 @@ def entry_widget(
     if isinstance(entry, UserEntry):
         if entry.data.meta:  # the model read it, the user did not type it (an import's)
             body = Static(Text(inert(entry_text(entry))), classes="meta-text")
-            title = f"({entry.data.meta})"
+            # the label names a command from the imported file: plain text, never markup
+            # (a title string is Textual markup: ``[@click=app.simulate_key('y')]`` would act)
+            title = escape(inert(f"({entry.data.meta})"))
             return QuietCollapsible(body, title=title, collapsed=True, classes="summary meta")
         classes = "user continuation" if entry.data.continuation else "user"
         message = entry.user_message
