@@ -170,6 +170,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "view_from_json",
             "conversation_json",
             "create_owned",
+            "assistant_text",
             "define_entry",
             "define_section",
             "define_task",

@@ -52,6 +52,7 @@ from pico3 import (
     TaskInfo,
     TaskKind,
     Transaction,
+    assistant_text,
     create_owned,
     define_task,
 )
@@ -91,20 +92,6 @@ ORPHANED = "no hook waits for it any more (the worker restarted); the hook runs 
 
 PLAN_MODE = "plan"
 """The mode its conversation runs in (the approval feature's ``OWNER_MODE_KEY``)."""
-
-
-def _final_text(entry: Any) -> str:
-    """The text blocks of an answer entry's assistant message."""
-    parts: list[str] = []
-    for message in getattr(entry, "model", None) or []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            parts.append(content)
-            continue
-        for block in content or []:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-    return "".join(parts).strip()
 
 
 def _calls_tools(message: Any) -> bool:
@@ -220,7 +207,7 @@ def hook_agent_kind(agents: HookAgents) -> TaskKind:
 
             async def complete(tx: Transaction, _current: Any, _ctx: Context) -> Completion:
                 last = await tx.entry(answer)
-                return Completion.completed({"text": _final_text(last) if last else ""})
+                return Completion.completed({"text": assistant_text(last) if last else ""})
 
             return Done(complete)
         reason = str(getattr(record, "reason", None) or record.status)

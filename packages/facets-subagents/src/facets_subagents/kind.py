@@ -35,13 +35,14 @@ from pico3 import (
     TaskInfo,
     TaskKind,
     Transaction,
+    assistant_text,
     create_owned,
     define_task,
 )
 
 from .contract import MAX_TURNS_KEY, SUBAGENT_KIND, THINKING_KEY, SubagentStatus
 
-__all__ = ["STOPPED_AT_LIMIT", "StepBoard", "final_text", "subagent_kind"]
+__all__ = ["STOPPED_AT_LIMIT", "StepBoard", "subagent_kind"]
 
 
 class StepBoard:
@@ -137,20 +138,6 @@ STEP_INTERVAL = 1.0
 durable commit in the parent's conversation, and most of a subagent's tool calls (a read, a
 grep) end within milliseconds, so each written at once would cost the session a commit per
 tool call; this way a subagent writes at most one a second, and one that ends sooner none."""
-
-
-def final_text(entry: Any) -> str:
-    """The text blocks of an answer entry's assistant message."""
-    parts: list[str] = []
-    for message in getattr(entry, "model", None) or []:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            parts.append(content)
-            continue
-        for block in content or []:
-            if isinstance(block, dict) and block.get("type") == "text":
-                parts.append(str(block.get("text", "")))
-    return "".join(parts).strip()
 
 
 STOPPED_AT_LIMIT = (
@@ -264,10 +251,10 @@ def subagent_kind(board: StepBoard) -> TaskKind:
                 # the report is read in the commit that completes the task: no read of its own
                 turns = await tx.scan_entries(cid, limit=(limit or 0) + 1, kind="pi.assistant")
                 last = await tx.entry(answer) if type(answer) is int else None
-                report = final_text(last) if last is not None else ""
+                report = assistant_text(last) if last is not None else ""
                 if limit is not None and len(turns) >= limit and (stopped or _calls_tools(last)):
                     if not report:  # what it said last, if its last turn said nothing
-                        report = next((t for t in map(final_text, turns) if t), "")
+                        report = next((t for t in map(assistant_text, turns) if t), "")
                     note = STOPPED_AT_LIMIT.format(limit=limit)
                     report = f"{report}\n\n{note}" if report else note
                 return Completion.completed({"report": report, "conversation": cid})

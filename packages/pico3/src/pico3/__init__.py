@@ -15,7 +15,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   storages (:class:`MemoryStorage`, :class:`JsonlStorage`, :class:`PostgresStorage`, the
   :class:`Storage` protocol).
 * Durable state: :func:`define_entry` / :class:`EntryKind` / :class:`NewEntry` (entries,
-  :data:`NOTICE_KIND` is the one core kind a feature may write), :class:`Namespace`,
+  :data:`NOTICE_KIND` is the one core kind a feature may write; :func:`assistant_text` reads an
+  answer's text), :class:`Namespace`,
   :class:`Transaction`, :func:`memo_once`.
 * Work: :func:`define_task`, :class:`TaskKind`, :class:`Runtime`, :class:`Next` / :class:`Done`
   (what a step returns), :data:`RETRY`, :class:`Task` (the record a step sees).
@@ -157,7 +158,7 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
         define_entry,
         entry_json,
     )
-    from pico3.session_data.entries import NOTICE_KIND
+    from pico3.session_data.entries import NOTICE_KIND, assistant_text
     from pico3.session_data.view_decoder import ViewDecoder, view_from_json
     from pico3.session_data.view_records import (
         AssistantData,
@@ -387,6 +388,7 @@ __all__ = [
     "ViewTask",
     "ViewTurn",
     "Watch",
+    "assistant_text",
     "claude_code_names",
     "commands_sandbox",
     "conversation_json",
@@ -505,6 +507,7 @@ _LAZY: dict[str, str] = {
     "define_entry": "pico3.session_data",
     "entry_json": "pico3.session_data",
     "NOTICE_KIND": "pico3.session_data.entries",
+    "assistant_text": "pico3.session_data.entries",
     "ViewDecoder": "pico3.session_data.view_decoder",
     "view_from_json": "pico3.session_data.view_decoder",
     "AssistantData": "pico3.session_data.view_records",

@@ -34,6 +34,7 @@ __all__ = [
     "EntryKind",
     "EntryRejected",
     "NewEntry",
+    "assistant_text",
     "check_new_entry",
     "define_entry",
     "is_reserved_kind",
@@ -227,3 +228,20 @@ def _copy(value: Any, path: tuple[str | int, ...]) -> Any:
         return copy_json(value, ("entry", *path))
     except JsonError as exc:
         raise EntryRejected(str(exc)) from None
+
+
+def assistant_text(entry: Entry | Any) -> str:
+    """The text an answer entry shows: its messages' string contents and ``text`` blocks joined,
+    stripped (thinking and tool calls left out). What a subagent reports, or an agent hook's
+    verdict is read from, is the ``assistant_text`` of its conversation's last answer. Works on
+    any object with a ``model`` list of messages (``""`` without one)."""
+    parts: list[str] = []
+    for message in getattr(entry, "model", None) or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for block in content or []:
+            if isinstance(block, dict) and block.get("type") == "text":
+                parts.append(str(block.get("text", "")))
+    return "".join(parts).strip()
