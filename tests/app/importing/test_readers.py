@@ -5,13 +5,14 @@ version 1 files without ids)."""
 from __future__ import annotations
 
 import json
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from coding_agent.importing.common import ImportProblem
-from coding_agent.importing.store import import_file, read_session_file
+from coding_agent.importing.common import ImportProblem, read_lines
+from coding_agent.importing.store import import_file, import_report, read_session_file
 from coding_agent.worker.providers.anthropic import AnthropicProvider, build_params
 from pico3.models import Request, UserMessage, messages_from_json
 
@@ -180,3 +181,82 @@ def test_a_claude_code_session_begun_with_a_slash_command_lists_it_as_typed() ->
     began with ``/review cart.py``, that, not the first plain text typed later."""
     session = read_session_file(FIXTURES / "claude_slash_command.jsonl")
     assert session.first_prompt == "/review cart.py"
+
+
+def test_a_line_longer_than_the_limit_is_skipped_named_and_the_rest_imported(
+    tmp_path: Path,
+) -> None:
+    """The reader holds no more than the line limit of one line (it reads in 1 MB chunks): a
+    longer line, here over several chunks, is skipped and named, the lines after it imported."""
+    base = {"isSidechain": False, "cwd": str(tmp_path), "sessionId": "s", "version": "2.0.55"}
+    huge = "x" * (3 * 1024 * 1024)  # three chunks and more
+    rows = [
+        {**base, "type": "user", "uuid": "1", "parentUuid": None,
+         "message": {"role": "user", "content": "read the log"}},
+        {**base, "type": "assistant", "uuid": "2", "parentUuid": "1",
+         "message": {"id": "a", "role": "assistant", "model": "claude-opus-4-1",
+                     "content": [{"type": "text", "text": huge}]}},
+        {**base, "type": "user", "uuid": "3", "parentUuid": "1",  # a branch: 2 is not in it
+         "message": {"role": "user", "content": "never mind, fix the test"}},
+        {**base, "type": "assistant", "uuid": "4", "parentUuid": "3",
+         "message": {"id": "b", "role": "assistant", "model": "claude-opus-4-1",
+                     "content": [{"type": "text", "text": "Fixed."}]}},
+    ]  # fmt: skip
+    source = write(tmp_path / "big.jsonl", rows)
+    with source.open("ab") as file:
+        file.write(b'{"type": "user", "uuid": "5", "par')  # and a cut-off last line
+    long_bytes = len(json.dumps(rows[1]))
+
+    session = read_session_file(source, line_limit=1024 * 1024)
+    assert [m["content"] for m in session.messages if m["role"] == "user"] == [
+        "read the log",
+        "never mind, fix the test",
+    ]
+    assert session.messages[-1]["content"] == [{"type": "text", "text": "Fixed."}]
+    assert session.skipped_lines == 1 and session.truncated_tail  # the cut-off line, as before
+    stored = import_file(session, env={"XDG_STATE_HOME": str(tmp_path / "state")})
+    report = import_report(session, stored)
+    assert "  skipped 1 line(s) that are not whole JSON (the last one was cut off)" in report
+    size = f"{round(long_bytes / 1024 / 1024, 1):g} MB"
+    assert f"  skipped line 2: {size} is longer than a line may be (1 MB)" in report
+
+    # a small limit, in bytes; the whole file read with the default limit keeps the line
+    small = read_session_file(source, line_limit=2000)
+    assert small.notes[0] == f"skipped line 2: {size} is longer than a line may be (2000 bytes)"
+    whole = read_lines(source)  # the default limit, 64 MB
+    assert whole.too_long == [] and len(whole.records) == 4
+
+
+def test_a_file_bigger_than_the_limit_is_refused_naming_both_sizes(tmp_path: Path) -> None:
+    source = tmp_path / "big.jsonl"
+    source.write_bytes(b"{}\n" * 1000)
+    with pytest.raises(
+        ImportProblem, match=r"3000 bytes is too big for a session file \(at most 2000 bytes"
+    ):
+        read_session_file(source, file_limit=2000)
+
+
+def test_the_reader_holds_no_more_of_a_line_than_the_limit(tmp_path: Path) -> None:
+    """Lines are numbered as an editor numbers them (blank ones too); a line of exactly the
+    limit is read, one byte more is skipped, also as the last line; a 24 MB line read with a
+    1 MB limit never costs more than a few MB."""
+    source = tmp_path / "lines.jsonl"
+    exact = b'{"a": "' + b"x" * 93 + b'"}'  # 102 bytes
+    longer = b'{"a": "' + b"x" * 94 + b'"}'
+    with source.open("wb") as file:
+        file.write(exact + b"\n\n" + longer + b"\n")  # lines 1 and 3 (103 bytes)
+        file.write(b'{"a": "' + b"y" * (24 * 1024 * 1024) + b'"}\n[1]\n')  # lines 4 and 5
+        file.write(b'{"a": "' + b"z" * 100)  # line 6, cut off and too long
+    tracemalloc.start()
+    try:
+        lines = read_lines(source, line_limit=1024 * 1024)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 6 * 1024 * 1024, peak
+    assert lines.too_long == [(4, 24 * 1024 * 1024 + 9)]
+    assert lines.skipped == 2 and lines.truncated_tail  # [1] is not an object; line 6 cut off
+    small = read_lines(source, line_limit=102)
+    assert small.records == [{"a": "x" * 93}]
+    assert [number for number, _ in small.too_long] == [3, 4, 6]
+    assert small.skipped == 1 and not small.truncated_tail

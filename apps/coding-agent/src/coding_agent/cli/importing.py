@@ -8,8 +8,8 @@
 
 The new session is made in the project folder the file records (``--latest``: this folder,
 whose sessions it lists; ``--cwd`` picks another, for a folder that moved); the command prints its id and the command that continues it
-(``coding-agent --resume ID``), and what was left out (skipped lines of a cut-off file,
-subagents' lines). The source file is only read. Importing a file a second time makes another
+(``coding-agent --resume ID``), and what was left out (skipped lines of a cut-off file, a
+line over 64 MB by its number, subagents' lines). The source file is only read. Importing a file a second time makes another
 session and says which ones hold the first import.
 
 Everything printed is made inert (:func:`chord.inert`): the first prompt, the session id, the

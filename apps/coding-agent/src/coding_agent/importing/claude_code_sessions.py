@@ -114,6 +114,7 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
         messages=[],
         skipped_lines=lines.skipped,
         truncated_tail=lines.truncated_tail,
+        notes=lines.notes(),
     )
     if chain and millis(chain[0].get("timestamp")):
         session.started = datetime.fromtimestamp(millis(chain[0].get("timestamp")) / 1000, UTC)

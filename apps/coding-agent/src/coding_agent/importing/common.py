@@ -35,9 +35,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 __all__ = [
+    "FILE_LIMIT",
+    "LINE_LIMIT",
     "OUR_TOOLS",
     "ImportProblem",
     "ImportedSession",
@@ -58,7 +60,14 @@ OUR_TOOLS = frozenset({"bash", "read", "write", "edit", "grep", "find", "ls"})
 """The tools whose calls an import keeps as tool calls (every agent has them)."""
 
 LINE_LIMIT = 64 * 1024 * 1024
-"""The longest line read (a tool result holding a big file is long; a binary file is not JSONL)."""
+"""The longest line read (a tool result holding a big file is long; a binary file is not JSONL).
+A longer line is skipped, never held whole: :func:`read_lines` reads the file in chunks."""
+
+FILE_LIMIT = 4 * LINE_LIMIT
+"""The biggest session file read (256 MB)."""
+
+_CHUNK = 1024 * 1024
+"""How much of the file :func:`read_lines` reads at a time."""
 
 
 class ImportProblem(Exception):
@@ -73,6 +82,18 @@ class SourceLines:
     skipped: int
     truncated_tail: bool
     """Whether the last line was cut off (a session being written, or a crash)."""
+    line_limit: int = LINE_LIMIT
+    """The longest line read; a longer one is skipped, and named in :attr:`too_long`."""
+    too_long: list[tuple[int, int]] = field(default_factory=list[tuple[int, int]])
+    """The lines skipped for being longer than :attr:`line_limit`: (line number from 1, bytes)."""
+
+    def notes(self) -> list[str]:
+        """What the import says of the lines skipped for their length (one note each)."""
+        limit = _size(self.line_limit)
+        return [
+            f"skipped line {number}: {_size(length)} is longer than a line may be ({limit})"
+            for number, length in self.too_long
+        ]
 
 
 @dataclass
@@ -113,37 +134,93 @@ class ImportedSession:
         return ""
 
 
-def read_lines(path: Path) -> SourceLines:
-    """The JSON objects of ``path``; a line that is not a JSON object is skipped and counted.
-    Raises :class:`ImportProblem` for a file that cannot be read."""
+def read_lines(
+    path: Path, *, line_limit: int = LINE_LIMIT, file_limit: int = FILE_LIMIT
+) -> SourceLines:
+    """The JSON objects of ``path``; a line that is not a JSON object is skipped and counted,
+    and one longer than ``line_limit`` bytes is skipped and named
+    (:attr:`SourceLines.too_long`): the file is read in chunks of at most 1 MB, and no more than
+    ``line_limit`` bytes of a line are ever held. Raises :class:`ImportProblem` for a file that
+    cannot be read or is bigger than ``file_limit`` bytes."""
     try:
         if not path.is_file():
             raise ImportProblem(f"{path}: not a file (give the path of a session's .jsonl file)")
         size = path.stat().st_size
-        if size > LINE_LIMIT * 4:
-            raise ImportProblem(f"{path}: {size} bytes is too big for a session file")
-        raw = path.read_bytes()
+        if size > file_limit:
+            raise ImportProblem(
+                f"{path}: {_size(size)} is too big for a session file "
+                f"(at most {_size(file_limit)} is read)"
+            )
+        with path.open("rb") as file:
+            return _LineSplitter(line_limit).read(path, file, file_limit)
     except OSError as error:
         raise ImportProblem(f"{path}: cannot read: {error.strerror}") from None
-    lines = raw.split(b"\n")
-    last_complete = raw.endswith(b"\n")
-    records: list[dict[str, Any]] = []
-    skipped = 0
-    truncated = False
-    for index, line in enumerate(lines):
+
+
+def _size(count: int) -> str:
+    """``count`` bytes in words (``70.5 MB``, ``900 bytes``)."""
+    if count < 1024 * 1024:
+        return f"{count} bytes"
+    return f"{round(count / (1024 * 1024), 1):g} MB"
+
+
+class _LineSplitter:
+    """Splits a file into lines as it is read, holding at most ``limit`` bytes of one line."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.line = bytearray()
+        self.over = 0  # bytes of the current line so far, once it is longer than the limit
+        self.number = 1
+        self.lines = SourceLines([], 0, False, line_limit=limit)
+
+    def read(self, path: Path, file: IO[bytes], file_limit: int) -> SourceLines:
+        total = 0
+        while chunk := file.read(min(_CHUNK, file_limit + 1 - total)):
+            total += len(chunk)
+            if total > file_limit:  # it grew while being read
+                raise ImportProblem(
+                    f"{path}: more than {_size(file_limit)} is too big for a session file"
+                )
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                self._add(chunk, start, end)
+                self._finish(complete=True)
+                start = end + 1
+            self._add(chunk, start, len(chunk))
+        if self.line or self.over:
+            self._finish(complete=False)
+        return self.lines
+
+    def _add(self, chunk: bytes, start: int, end: int) -> None:
+        if self.over:
+            self.over += end - start
+        elif len(self.line) + end - start > self.limit:
+            self.over = len(self.line) + end - start
+            self.line = bytearray()
+        else:
+            self.line += chunk[start:end]
+
+    def _finish(self, *, complete: bool) -> None:
+        line, over = self.line, self.over
+        self.line, self.over = bytearray(), 0
+        number = self.number
+        self.number += 1
+        if over:
+            self.lines.too_long.append((number, over))
+            return
         if not line.strip():
-            continue
+            return
         try:
             value = json.loads(line)
         except (ValueError, UnicodeDecodeError):
-            skipped += 1
-            truncated = truncated or (index == len(lines) - 1 and not last_complete)
-            continue
+            self.lines.skipped += 1
+            self.lines.truncated_tail = self.lines.truncated_tail or not complete
+            return
         if isinstance(value, dict):
-            records.append(value)  # pyright: ignore[reportUnknownArgumentType]
+            self.lines.records.append(value)  # pyright: ignore[reportUnknownArgumentType]
         else:
-            skipped += 1
-    return SourceLines(records, skipped, truncated)
+            self.lines.skipped += 1
 
 
 def millis(stamp: Any) -> int:

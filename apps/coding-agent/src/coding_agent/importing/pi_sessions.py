@@ -89,6 +89,7 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
         messages=[],
         skipped_lines=lines.skipped,
         truncated_tail=lines.truncated_tail,
+        notes=lines.notes(),
     )
     stamp = millis(header.get("timestamp"))
     if stamp:

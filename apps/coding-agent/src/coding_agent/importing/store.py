@@ -29,7 +29,13 @@ from coding_agent.importing.claude_code_sessions import (
     looks_like_claude_code,
     read_claude_code_session,
 )
-from coding_agent.importing.common import ImportedSession, ImportProblem, read_lines
+from coding_agent.importing.common import (
+    FILE_LIMIT,
+    LINE_LIMIT,
+    ImportedSession,
+    ImportProblem,
+    read_lines,
+)
 from coding_agent.importing.pi_sessions import looks_like_pi, read_pi_session
 from coding_agent.session_files.folders import (
     Session,
@@ -57,11 +63,15 @@ IMPORT_RECORD = "import.json"
 """The file in a session folder saying what it was imported from."""
 
 
-def read_session_file(path: Path) -> ImportedSession:
+def read_session_file(
+    path: Path, *, line_limit: int = LINE_LIMIT, file_limit: int = FILE_LIMIT
+) -> ImportedSession:
     """The conversation of a session file of pi or Claude Code (told apart by its lines).
-    Raises :class:`ImportProblem` for anything else, or a file with no conversation."""
+    A line longer than ``line_limit`` bytes is skipped, and a note names it
+    (:func:`~coding_agent.importing.common.read_lines`). Raises :class:`ImportProblem` for
+    anything else, a file bigger than ``file_limit`` bytes, or a file with no conversation."""
     path = path.expanduser().absolute()
-    lines = read_lines(path)
+    lines = read_lines(path, line_limit=line_limit, file_limit=file_limit)
     if looks_like_pi(lines):
         session = read_pi_session(path, lines)
     elif looks_like_claude_code(lines):
