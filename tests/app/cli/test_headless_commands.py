@@ -110,8 +110,8 @@ async def test_a_skill_is_expanded_in_headless_mode(
     result = await _run(project, agent_env, "--json", "/skill:tidy src/")
     assert result.returncode == 0, result.stderr.decode()
     message = _user_message(result.stdout)
-    assert message.startswith('<skill name="tidy"') and "Remove dead code." in message
-    assert message.endswith("src/")
+    assert message.startswith('<skill name="tidy"')
+    assert message.endswith("Remove dead code.\n\nARGUMENTS: src/\n</skill>")  # as Claude Code
 
 
 async def test_a_skill_is_a_slash_command_of_its_own_name_as_in_claude_code(
@@ -147,7 +147,8 @@ async def test_a_plugins_skill_is_also_plugin_colon_name_as_in_claude_code(
         result = await _run(project, agent_env, "--json", f"{command} now")
         assert result.returncode == 0, result.stderr.decode()
         message = _user_message(result.stdout)
-        assert message.startswith('<skill name="example-skill"') and message.endswith("now")
+        assert message.startswith('<skill name="example-skill"')
+        assert message.endswith("\n\nARGUMENTS: now\n</skill>")
 
 
 COMMIT_MD = """---

@@ -150,10 +150,11 @@ def test_invoking_a_skill_sends_its_body_and_the_arguments(place: SimpleNamespac
     text = invoke_skill(found, "  the parser  ")
     assert text.startswith(f'<skill name="review" location="{root / "review/SKILL.md"}">')
     assert f"References are relative to {root / 'review'}." in text
-    assert "# Review\n\nRun scripts/check.sh.\n</skill>" in text
     assert "name: review" not in text  # the frontmatter stays out
-    assert text.endswith("</skill>\n\nthe parser")
-    assert invoke_skill(found).endswith("</skill>")
+    # the body names no argument: they come at its end as ARGUMENTS:, as Claude Code appends them
+    assert text.endswith("# Review\n\nRun scripts/check.sh.\n\nARGUMENTS: the parser\n</skill>")
+    assert invoke_skill(found).endswith("# Review\n\nRun scripts/check.sh.\n</skill>")
+    assert invoke_skill(found, "   ").endswith("Run scripts/check.sh.\n</skill>")
 
 
 def test_a_skills_arguments_and_folder_are_substituted_as_claude_code_does(

@@ -99,7 +99,10 @@ async def test_skill_command_sends_the_skill_and_the_prompt_lists_it(
     await kit.drive(session, keeper, test)
     (sent,) = seen["user"]
     assert sent.startswith(f'<skill name="review" location="{homes["skill"]}">')
-    assert "# Review checklist\n\nRun scripts/check.sh first.\n</skill>\n\nthe parser" in sent
+    assert (
+        "# Review checklist\n\nRun scripts/check.sh first.\n\nARGUMENTS: the parser\n</skill>"
+        in sent
+    )
     system = seen["system"]
     assert system.startswith("## system\nYou are the test robot.")  # SYSTEM.md replaced it
     assert "<name>review</name>" in system
@@ -144,7 +147,7 @@ async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
     assert seen["staged"].endswith("Review the staged changes")  # the template keeps it
     (sent,) = seen["user"]
     assert sent.startswith(f'<skill name="review" location="{homes["skill"]}">')
-    assert sent.endswith("</skill>\n\nthe parser")
+    assert sent.endswith("\n\nARGUMENTS: the parser\n</skill>")
 
 
 async def test_a_template_is_in_the_palette_and_expands_its_arguments(

@@ -90,6 +90,7 @@ __all__ = [
     "shell_commands",
     "split_arguments",
     "template_roots",
+    "with_unused_arguments",
 ]
 
 MAX_DESCRIPTION_CHARS = 80
@@ -447,9 +448,17 @@ def expand_template(
         last = match.end()
     pieces.append(_expand_text(body[last:], args, folder, in_project, name))
     text = "".join(pieces).strip()
-    if args.strip() and not _PLACEHOLDER.search(body):  # as Claude Code: never dropped
-        text = f"{text}\n\nARGUMENTS: {args.strip()}".strip()
-    return text
+    return with_unused_arguments(text, args, used=bool(_PLACEHOLDER.search(body)))
+
+
+def with_unused_arguments(text: str, args: str, *, used: bool) -> str:
+    """``text`` (an expanded body) with ``args`` after it as ``ARGUMENTS: …`` when the body
+    ``used`` none of them, as Claude Code does for a command's and a skill's arguments: what was
+    typed is never dropped. Unchanged when the body used them or nothing was typed."""
+    args = args.strip()
+    if not args or used:
+        return text
+    return f"{text}\n\nARGUMENTS: {args}".strip()
 
 
 def _expand_text(text: str, args: str, cwd: Path | None, in_project: bool, name: str) -> str:

@@ -62,7 +62,7 @@ from typing import Any
 import msgspec
 
 from coding_agent.context.folders import SKILL_FILE, skill_files
-from coding_agent.context.prompt_templates import split_arguments
+from coding_agent.context.prompt_templates import split_arguments, with_unused_arguments
 from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
 
 __all__ = [
@@ -337,7 +337,10 @@ def invoke_skill(skill: Skill, args: str = "") -> str:
     with Claude Code's substitutions: ``${CLAUDE_SKILL_DIR}`` is the skill's folder,
     ``$ARGUMENTS`` the arguments as typed, ``$ARGUMENTS[N]`` and ``$N`` the N-th word (from 0;
     a missing one is left as written, as Claude Code does). A body naming no argument gets
-    them after the block. Raises ``OSError`` when the file cannot be read any more and
+    them at its end, inside the block, as ``ARGUMENTS: …``: Claude Code appends them to the
+    skill's content so, as it does a command's
+    (:func:`~coding_agent.context.prompt_templates.with_unused_arguments`). Raises ``OSError``
+    when the file cannot be read any more and
     :class:`~coding_agent.context.resources.FrontmatterError` when it no longer parses."""
     _meta, body = split_frontmatter(read_text(skill.path))
     body = body.strip().replace("${CLAUDE_SKILL_DIR}", str(skill.folder))
@@ -351,12 +354,11 @@ def invoke_skill(skill: Skill, args: str = "") -> str:
         return words[int(index)] if int(index) < len(words) else match.group(0)
 
     used = bool(_ARGUMENT.search(body))
-    body = _ARGUMENT.sub(argument, body)
-    message = (
+    body = with_unused_arguments(_ARGUMENT.sub(argument, body), args, used=used)
+    return (
         f'<skill name="{_escape(skill.name)}" location="{_escape(str(skill.path))}">\n'
         f"References are relative to {skill.folder}.\n\n{body}\n</skill>"
     )
-    return f"{message}\n\n{args}" if args and not used else message
 
 
 # -- the ``skills`` harness service ---------------------------------------------------------------
