@@ -4,6 +4,8 @@
   which keys, where the reasons are (``/permissions``, ``coding-agent config``).
 * The ``sandbox`` note (bash is not sandboxed here) stays a toast of its own.
 * A lone such setting is still its own toast, with its whole line.
+* Several warnings about pi's setup (``~/.pi/agent``) are one toast pointing at
+  ``coding-agent config``; a key file others may read stays its own.
 """
 
 from __future__ import annotations
@@ -80,4 +82,40 @@ async def test_a_lone_setting_not_read_is_its_own_toast_as_before(
     assert toasts == [
         f"Permission rules: {path}: `statusLine`: this agent does not run a status line "
         "command; its footer shows the model, the context used and the cost"
+    ]
+
+
+async def test_pi_setup_warnings_are_one_toast_and_a_key_file_open_to_others_its_own(
+    kit: Any,
+    session: Any,
+    agent_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pi user's ``~/.pi/agent`` (the TUI reads it through ``os.environ``): two providers
+    that cannot be used are one toast; an ``auth.json`` others may read is a toast of its own."""
+    pi = tmp_path / "pi"
+    pi.mkdir()
+    (pi / "models.json").write_text(json.dumps({"providers": {"mine": 1, "other": 2}}))
+    auth = pi / "auth.json"
+    auth.write_text("{}")
+    auth.chmod(0o644)
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi))
+    keeper = kit.supervisor(session, agent_env, faux_script=kit.script(tmp_path, [{"text": "Hi"}]))
+    seen: list[str] = []
+
+    def about_pi(app: Any) -> list[str]:
+        return [m for s, m in kit.toasts(app) if s == "warning" and (str(pi) in m or "pi's" in m)]
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: any("auth.json" in m for m in about_pi(app)), "pi")
+        seen.extend(about_pi(app))
+
+    await kit.drive(session, keeper, test)
+    assert sorted(seen) == [
+        f"{auth}: not read: pi's keys are read only from a file that is yours and private "
+        "(mode 0600), this one is mode 0644",
+        "2 things of pi's setup are not used here: provider 'mine' is not an object; provider "
+        "'other' is not an object — `coding-agent config` lists why",
     ]
