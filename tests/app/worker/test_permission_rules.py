@@ -151,6 +151,13 @@ class CommandTui:
 
     def notify(self, message: str, *, severity: str = "information") -> None:
         self.notices.append(message)
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def wait_notices(self, count: int) -> None:
+        with anyio.fail_after(TIMEOUT):
+            while len(self.notices) < count:
+                await self._changed.wait()
 
     async def acquire_modal(self, ctx: Context) -> Any:
         tui = self
@@ -255,6 +262,40 @@ async def test_a_project_rule_is_written_to_the_project_config_and_removed_by_pe
                 f"Removed the allow rule Bash(echo:*) from {config}",
             ]
     assert config.read_text() == "# the team's settings\n\n[permissions]\nallow = []\n"
+
+
+async def test_claude_settings_not_read_are_one_notice_and_safety_notes_their_own(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """A typical ~/.claude/settings.json: four settings this agent does not read are one
+    notice (a count, the keys, where the reasons are); the sandbox note (bash is not sandboxed)
+    and an invalid rule stay notices of their own; ``/permissions`` still lists every line."""
+    settings = Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(
+        '{"statusLine": {"type": "command", "command": "x"}, "env": {"A": "1"}, '
+        '"model": "opus", "alwaysThinkingEnabled": true, "sandbox": {"enabled": true}, '
+        '"permissions": {"deny": ["Bash(rm -rf"]}}'
+    )
+    async with worker_process(session, env) as worker:
+        tui = CommandTui()
+        async with presentation(worker.socket, tui):
+            await tui.wait_notices(3)
+            sandbox, folded, invalid = sorted(tui.notices, key=lambda n: ("sandbox" not in n, n))
+            assert folded == (
+                f"4 settings from {settings} are not used here: statusLine, env, model, "
+                "alwaysThinkingEnabled — /permissions or `coding-agent config` lists why"
+            )
+            assert sandbox.startswith(f"Permission rules: {settings}: `sandbox.enabled`: ")
+            assert "bash is NOT sandboxed" in sandbox
+            assert invalid.startswith(f"Permission rules: {settings}: deny rule 'Bash(rm -rf'")
+            async with anyio.create_task_group() as group:
+                group.start_soon(tui.commands["permissions"], "", BACKGROUND)
+                await tui.next_dialog()
+                for key in ("statusLine", "env", "model", "alwaysThinkingEnabled"):
+                    assert f"• {settings}: `{key}`: " in tui.bodies[0]  # every full line
+                group.cancel_scope.cancel()  # Escape
+            assert len(tui.notices) == 3
 
 
 @pytest.mark.parametrize("trusted", [True, False])

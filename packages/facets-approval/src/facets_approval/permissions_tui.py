@@ -22,7 +22,14 @@ where the rule went: ``Added allow rule Bash(npm run test:*) to
 ~/.config/coding-agent/config.toml``. The session refuses a rule already at that scope.
 
 Problems are also shown once as a notice when this presentation first sees them (the session's
-log has each once too): a rule that does not parse is never silently ignored.
+log has each once too): a rule that does not parse is never silently ignored. The notes about
+Claude Code settings this agent does not read (``statusLine``, ``env``, ``model``…) that arrive
+together are folded into one notice (:func:`problem_notices`): ``4 settings from
+~/.claude/settings.json are not used here: statusLine, env, model, alwaysThinkingEnabled —
+/permissions or `coding-agent config` lists why``; each full line stays in ``/permissions``,
+``coding-agent config`` and the session's log. A note that concerns safety (``sandbox``: bash is
+not sandboxed; ``permissions.*``: a mode or restriction not taken) and every other problem (a
+rule that does not apply) keep a notice of their own; a single note is shown whole, as before.
 
 Textual is imported only inside the facet and the handler: a session worker loading this package imports every
 module but ``tui`` (chord's generation loader), and a worker never imports Textual.
@@ -31,6 +38,7 @@ module but ``tui`` (chord's generation loader), and a worker never imports Textu
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +57,7 @@ __all__ = [
     "parse_addition",
     "permissions",
     "permissions_tui_facet",
+    "problem_notices",
     "rule_choices",
     "scope_choices",
 ]
@@ -303,6 +312,46 @@ async def permissions(target: PermissionsTarget, args: Arguments, ctx: Context) 
     )
 
 
+_UNREAD = re.compile(r"^(?P<file>.+?): `(?P<key>[^`]+)`: ")
+"""A note about one Claude Code setting not read here: ``<file>: `<key>`: <advice>``."""
+SHOWN_KEYS = 6
+"""How many keys a folded notice names before ``and N more``."""
+
+
+def _foldable(problem: str) -> re.Match[str] | None:
+    """The note's file and key when ``problem`` is a foldable note (a setting not read that
+    does not concern safety: not ``sandbox``, nor a ``permissions.*`` mode or switch)."""
+    found = _UNREAD.match(problem)
+    if found is None or found["key"].startswith(("sandbox", "permissions.")):
+        return None
+    return found
+
+
+def _home_short(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home) :] if home != "~" and path.startswith(home + os.sep) else path
+
+
+def problem_notices(problems: list[str]) -> list[str]:
+    """The notices for ``problems`` that arrived together: the notes about Claude Code settings
+    not read folded into one (a count, the files, the keys) when there are two or more; every
+    other problem, and a lone note, is a notice of its own (``Permission rules: …``)."""
+    folded = [(p, m) for p in problems if (m := _foldable(p)) is not None]
+    if len(folded) < 2:
+        return [f"Permission rules: {p}" for p in problems]
+    files = list(dict.fromkeys(_home_short(m["file"]) for _p, m in folded))
+    keys = [m["key"] for _p, m in folded]
+    named = ", ".join(keys[:SHOWN_KEYS]) + (
+        f" and {len(keys) - SHOWN_KEYS} more" if len(keys) > SHOWN_KEYS else ""
+    )
+    summary = (
+        f"{len(keys)} settings from {', '.join(files)} are not used here: {named} — "
+        "/permissions or `coding-agent config` lists why"
+    )
+    skipped = {p for p, _m in folded}
+    return [summary] + [f"Permission rules: {p}" for p in problems if p not in skipped]
+
+
 @define_facet("@pi/approval-permissions")
 def permissions_tui_facet(env: FacetEnvironment) -> None:
     """``/permissions`` lists the rules, adds one and removes one; new problems show as a
@@ -326,10 +375,14 @@ def permissions_tui_facet(env: FacetEnvironment) -> None:
 
     def notify_problems(value: Any, _ctx: Context, _delivery: Delivery) -> None:
         problems = value.get("problems") if isinstance(value, dict) else None
-        for problem in problems if isinstance(problems, list) else []:
-            if isinstance(problem, str) and problem not in shown:
-                shown.add(problem)
-                tui.notify(f"Permission rules: {problem}", severity="warning")
+        new = [
+            p
+            for p in dict.fromkeys(problems if isinstance(problems, list) else [])
+            if isinstance(p, str) and p not in shown
+        ]
+        shown.update(new)
+        for notice in problem_notices(new):
+            tui.notify(notice, severity="warning")
 
     def activate() -> None:
         env.own(rules_service.state.subscribe(notify_problems))

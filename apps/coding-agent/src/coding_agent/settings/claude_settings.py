@@ -43,7 +43,9 @@ Every other key is **one note** (:func:`unread_keys`) naming the file, the key a
 instead (``outputStyle``: ``APPEND_SYSTEM.md``; ``statusLine``: the footer; ...), unless its value
 asks for what this agent does anyway (``includeCoAuthoredBy: false``, an empty
 ``attribution``, ``respectGitignore: true``), reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
-notice in the TUI, ``/permissions`` and ``coding-agent config``. ``env`` is *not* honoured: in
+notice in the TUI (the notes that arrive together folded into one, but for ``sandbox`` and
+``permissions.*``: ``facets_approval.permissions_tui.problem_notices``), ``/permissions`` and
+``coding-agent config``. ``env`` is *not* honoured: in
 Claude Code those variables are set for Claude itself as well as its commands (its
 ``ANTHROPIC_*`` provider settings among them), and a project file that sets variables for every
 command (``BASH_ENV``, ``LD_PRELOAD``, ``PATH``, ``GIT_SSH_COMMAND``) is a way to run code in

@@ -30,7 +30,8 @@ configuration (:func:`coding_agent.settings.config.load_config`: every key of a
 Nothing here is guessed silently. What cannot be used is reported in two kinds:
 
 * :attr:`PiSetup.warnings`, shown at every start (stderr in ``-p``/``--json``, a notice in the
-  TUI) and by ``coding-agent config``: pi's extensions and packages (TypeScript run by pi's
+  TUI: several are one, :func:`coding_agent.tui.status_toasts.pi_setup_toasts`) and by
+  ``coding-agent config``: pi's extensions and packages (TypeScript run by pi's
   runtime: they are named, since their hooks, tools and commands do not exist here), a file
   that is not valid JSON, a provider that cannot be reached as written (another API, a key
   read by running a command), a default model whose provider is unknown here;

@@ -69,7 +69,7 @@ from coding_agent.tui.conversation import SessionInfo
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.keybindings import load_keybindings
 from coding_agent.tui.notify import TerminalNotifier
-from coding_agent.tui.status_toasts import WorkerStatusToasts, tui_reload_toast
+from coding_agent.tui.status_toasts import WorkerStatusToasts, pi_setup_toasts, tui_reload_toast
 
 if TYPE_CHECKING:
     # start-up time: chord.facets and chord.facet_packages (the host, discovery, generations,
@@ -202,7 +202,7 @@ async def run_client(
     settings_problems: list[str] = []
     try:
         files = load_config(session.cwd)
-        theme, settings_problems = files.theme, list(files.warnings)  # pi's setup not used
+        theme, settings_problems = files.theme, pi_setup_toasts(files.warnings)  # pi's setup
     except ConfigError as error:  # the command line reported it already; keep going
         theme, settings_problems = None, [str(error)]
     app = CodingAgentApp(client, keybindings=load_keybindings(), theme=theme)

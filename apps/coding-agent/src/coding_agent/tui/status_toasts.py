@@ -2,12 +2,14 @@
 
 :class:`WorkerStatusToasts` listens to the worker's status (``RemoteConversationClient.on_status``):
 failed reloads, a storage failure, an unavailable sandbox, a model switched to text tool calls.
-:func:`tui_reload_toast` toasts the TUI's own hot reloads (``--dev``).
+:func:`tui_reload_toast` toasts the TUI's own hot reloads (``--dev``). :func:`pi_setup_toasts`
+folds the warnings about pi's setup shown at start into one toast when there are several.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from coding_agent.settings.package_reload import PackageReloader
@@ -16,7 +18,38 @@ from coding_agent.tui.app import CodingAgentApp
 if TYPE_CHECKING:  # start-up time: chord.facet_packages loads after the first frame
     from chord import ReloadReport
 
-__all__ = ["WorkerStatusToasts", "tui_reload_toast"]
+__all__ = ["WorkerStatusToasts", "pi_setup_toasts", "tui_reload_toast"]
+
+_OWN_TOAST = ("trust", "approv", "sandbox", "safety", "private (mode", "runs a command")
+"""Words of a warning that concerns safety or a secret: it keeps a toast of its own."""
+_WHERE = re.compile(r"^(?:~|/|[A-Za-z]:\\)\S*?: ")
+"""The file (``path`` or ``path:line``) a warning starts with."""
+_LABEL_END = re.compile(r"; |: | \(")
+LABEL_WIDTH = 60
+"""How much of one warning a folded toast shows."""
+
+
+def _label(warning: str) -> str:
+    """``warning`` short: without the file it names, up to its first ``;``, ``:`` or ``(``."""
+    text = _WHERE.sub("", warning, count=1)
+    text = _LABEL_END.split(text, maxsplit=1)[0]
+    return text if len(text) <= LABEL_WIDTH else text[: LABEL_WIDTH - 1] + "…"
+
+
+def pi_setup_toasts(warnings: Sequence[str]) -> list[str]:
+    """The toasts for the warnings about pi's setup shown at start
+    (:attr:`~coding_agent.settings.config.EffectiveConfig.warnings`): two or more are one toast,
+    a count and each one short, pointing at ``coding-agent config``, which prints each whole
+    (``# warning: …``). A lone warning, and one that concerns safety or a secret (a key file
+    that is not private, a key read by running a command), is a toast of its own, whole."""
+    folded = [w for w in warnings if not any(word in w for word in _OWN_TOAST)]
+    if len(folded) < 2:
+        return list(warnings)
+    summary = (
+        f"{len(folded)} things of pi's setup are not used here: "
+        f"{'; '.join(_label(w) for w in folded)} — `coding-agent config` lists why"
+    )
+    return [summary, *(w for w in warnings if w not in folded)]
 
 
 def tui_reload_toast(
