@@ -24,7 +24,15 @@ import anyio.lowlevel
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["BLOCK_MS", "TURN_EVERY_MS", "Pace", "StatementFailed", "run_prepared"]
+__all__ = [
+    "BLOCK_MS",
+    "TURN_EVERY_MS",
+    "Pace",
+    "StatementFailed",
+    "command_ok",
+    "connection_ok",
+    "run_prepared",
+]
 
 BLOCK_MS = 1
 """The most a statement sent with ``run_prepared(block=True)`` holds the event loop waiting
@@ -103,8 +111,8 @@ async def run_prepared(
     delaying the send) when the pace's last turn is :data:`TURN_EVERY_MS` old: a loop turn per
     statement cost a lone writer about a tenth of its client CPU per commit (88 -> 79 µs,
     blocks alternated with the code before, loopback), and one a millisecond keeps every other
-    task of the loop waiting at most that long plus :data:`BLOCK_MS`. Call it shielded from cancellation, as every commit is: a
-    statement in flight is not abandoned at that turn."""
+    task of the loop waiting at most that long plus :data:`BLOCK_MS`. Call it shielded from
+    cancellation, as every commit is: a statement in flight is not abandoned at that turn."""
     started = 0.0
     if pace is not None:
         block = pace.quick
@@ -123,10 +131,7 @@ async def run_prepared(
             if pace is not None:
                 pace.turned = started
         try:
-            poller = select.poll() if pace is None else pace.poller(fd)
-            if pace is None:
-                poller.register(fd, select.POLLIN)
-            if poller.poll(BLOCK_MS):
+            if (pace or Pace()).poller(fd).poll(BLOCK_MS):
                 pgconn.consume_input()
         except (OSError, ValueError):
             pass  # the loop's wait below reports what is wrong with the socket
@@ -155,9 +160,25 @@ async def run_prepared(
 
 @functools.cache
 def _tuples_ok() -> int:
-    from psycopg import pq  # imported only where PostgreSQL is used
+    from psycopg import pq  # imported only where PostgreSQL is used, once (a commit's path)
 
     return pq.ExecStatus.TUPLES_OK
+
+
+@functools.cache
+def command_ok() -> int:
+    """libpq's ``PGRES_COMMAND_OK``: the status of a statement that returns no rows."""
+    from psycopg import pq
+
+    return pq.ExecStatus.COMMAND_OK
+
+
+@functools.cache
+def connection_ok() -> int:
+    """libpq's ``CONNECTION_OK``: a connection's status while it is usable."""
+    from psycopg import pq
+
+    return pq.ConnStatus.OK
 
 
 @functools.cache

@@ -112,7 +112,6 @@ already live in ``_tables`` and ``_replay``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import socket
@@ -143,7 +142,13 @@ from pico3.storage.base import (
 from pico3.storage.pg_blobs import BlobStore, address_of, unreachable, with_liveness
 from pico3.storage.pg_group import GroupCommitter, Pending, committer_for
 from pico3.storage.pg_lease import Lease, LeaseRenewer
-from pico3.storage.pg_prepared import Pace, StatementFailed, run_prepared
+from pico3.storage.pg_prepared import (
+    Pace,
+    StatementFailed,
+    command_ok,
+    connection_ok,
+    run_prepared,
+)
 from pico3.storage.records import DocRef, DocWrite, Write, is_base
 
 if TYPE_CHECKING:
@@ -1288,7 +1293,7 @@ class PostgresStorage(TableStorage):
         if conn is None or conn.closed or conn.broken:
             return True
         pgconn = conn.pgconn
-        if pgconn.status != _conn_ok():
+        if pgconn.status != connection_ok():
             return True
         try:
             return bool(self._pace.poller(pgconn.socket).poll(0))
@@ -1463,7 +1468,7 @@ class PostgresStorage(TableStorage):
                 _COMMIT_MAIN,
                 params,
                 _MAIN_FORMATS,
-                ok=_command_ok(),
+                ok=command_ok(),
                 pace=self._pace,
             )
         except StatementFailed as exc:
@@ -1627,20 +1632,6 @@ class PostgresStorage(TableStorage):
         """The session blobs whose names start with ``prefix``, in name order (byte order);
         ``data=False`` reads the names only (every value empty)."""
         return await self._blob_store().under(prefix, data=data)
-
-
-@functools.cache
-def _command_ok() -> int:
-    from psycopg import pq  # imported only where PostgreSQL is used, and once: a commit's path
-
-    return pq.ExecStatus.COMMAND_OK
-
-
-@functools.cache
-def _conn_ok() -> int:
-    from psycopg import pq
-
-    return pq.ConnStatus.OK
 
 
 def _finish(conn: AsyncConnection[Any]) -> None:
