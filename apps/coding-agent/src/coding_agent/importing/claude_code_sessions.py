@@ -40,10 +40,27 @@ own transcript is an ``agent-<id>.jsonl`` beside it. One JSON object a line, no 
   conversation.
 
 The branch imported is the one ending in the last conversation line of the file (``/rewind``
-and edits of an earlier prompt make a new child of an earlier line). Claude Code's tools are
-mapped to ours by :data:`pico3.CLAUDE_CODE_TOOLS` where the job is the same and the arguments
-translate (``Bash``, ``Read``, ``Write``, ``Edit``, ``MultiEdit``, ``Grep``, ``Glob``, ``LS``);
-the others (``Task``, ``TodoWrite``, ``WebFetch``, MCP tools) become text.
+and edits of an earlier prompt make a new child of an earlier line), followed back through
+every line with a ``uuid``: Claude Code 2.1 links the conversation through ``progress`` lines (a
+hook ran) and ``attachment`` lines too, which are followed but not imported.
+
+A line that cannot be read (not JSON: cut off by a crash, garbled; or longer than the line
+limit) does not cut the history before it off: when the chain reaches a parent that is not in
+the file, and that parent was such a line (one whose bytes name ``"uuid": parent``, or the
+line just before, naming no uuid: a line cut off loses its uuid, written after the message),
+the chain is joined across it, going on from the ``parentUuid`` its bytes still name, else from
+the line before it (Claude Code appends each line right after its parent). The import's report
+names the line and the lines joined (``the conversation was joined across line 7 (not JSON),
+which could not be read: line 8 follows line 6``), and a user message stands where it was,
+shown as one collapsed line, ``1 line of the file could not be read here``, and telling the
+model that something is missing there. A parent missing for no unread line (a file whose start
+is missing, a fork whose parent is in another file, a dangling link Claude Code wrote) ends
+the chain there, as Claude Code's ``--resume`` does.
+
+Claude Code's tools are mapped to ours by :data:`pico3.CLAUDE_CODE_TOOLS` where the job is the
+same and the arguments translate (``Bash``, ``Read``, ``Write``, ``Edit``, ``MultiEdit``,
+``Grep``, ``Glob``, ``LS``); the others (``Task``, ``TodoWrite``, ``WebFetch``, MCP tools)
+become text.
 
 :data:`SUPPORTED_MAJORS` are the Claude Code versions whose files this reader knows; a line
 written by another major version is refused, naming it.
@@ -56,6 +73,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from coding_agent.importing.claude_code_chain import CONVERSATION, Bridge, branch, bridge_notes
 from coding_agent.importing.common import (
     OUR_TOOLS,
     ImportedSession,
@@ -79,7 +97,6 @@ SUPPORTED_MAJORS = (0, 1, 2)
 """The major versions of Claude Code whose session files this reader knows."""
 
 TOOL = "claude-code"
-_CONVERSATION = ("user", "assistant", "system")
 
 
 def looks_like_claude_code(lines: SourceLines) -> bool:
@@ -94,18 +111,18 @@ def looks_like_claude_code(lines: SourceLines) -> bool:
 
 def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     """The conversation of Claude Code's session file ``path`` (its lines already read)."""
-    main = [
-        r
-        for r in lines.records
-        if r.get("type") in _CONVERSATION
-        and isinstance(r.get("uuid"), str)
-        and not r.get("isSidechain")
+    linked = [
+        (number, r)
+        for number, r in zip(lines.numbers, lines.records, strict=True)
+        if isinstance(r.get("uuid"), str) and not r.get("isSidechain")
     ]
+    main = [r for _, r in linked if r.get("type") in CONVERSATION]
     for record in main:
         _check_version(path, record.get("version"))
-    chain = _branch(main)
-    last = chain[-1] if chain else (main[-1] if main else {})
-    cwd = next((r["cwd"] for r in reversed(chain or main) if isinstance(r.get("cwd"), str)), "")
+    chain, bridges = branch(linked, lines.unread)
+    read = [r for r in chain if not isinstance(r, Bridge)]
+    last = read[-1] if read else (main[-1] if main else {})
+    cwd = next((r["cwd"] for r in reversed(read or main) if isinstance(r.get("cwd"), str)), "")
     session = ImportedSession(
         tool=TOOL,
         source=path,
@@ -116,12 +133,13 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
         truncated_tail=lines.truncated_tail,
         notes=lines.notes(),
     )
-    if chain and millis(chain[0].get("timestamp")):
-        session.started = datetime.fromtimestamp(millis(chain[0].get("timestamp")) / 1000, UTC)
+    if read and millis(read[0].get("timestamp")):
+        session.started = datetime.fromtimestamp(millis(read[0].get("timestamp")) / 1000, UTC)
     sidechains = sum(1 for r in lines.records if r.get("isSidechain"))
     if sidechains:
         session.notes.append(f"{sidechains} line(s) of subagents' conversations were left out")
-    if chain and chain[0].get("subtype") == "compact_boundary":
+    session.notes += bridge_notes(bridges)
+    if read and read[0].get("subtype") == "compact_boundary":
         session.notes.append(
             "Claude Code compacted this session: the summary stands for what came before"
         )
@@ -129,7 +147,9 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     names: dict[str, str] = {}  # tool_use id → Claude Code's tool name
     command = ""  # the slash command of the last user line typed, as its expansion names it
     for record in chain:
-        if record.get("type") == "user":
+        if isinstance(record, Bridge):
+            messages.append(record.marker())
+        elif record.get("type") == "user":
             label = _meta_label(record, command)
             typed = None
             if label is None:  # typed by the user: a command, whose expansion may follow
@@ -232,23 +252,6 @@ def _check_version(path: Path, version: Any) -> None:
         f"{path}: written by Claude Code {version}, whose session format this agent does not "
         f"know (it reads Claude Code {supported}); update coding-agent"
     )
-
-
-def _branch(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The path from the last conversation line back to its root, oldest first."""
-    if not records:
-        return []
-    by_id = {r["uuid"]: r for r in records}
-    path: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    current: dict[str, Any] | None = records[-1]
-    while current is not None and current["uuid"] not in seen:
-        seen.add(current["uuid"])
-        path.append(current)
-        parent = current.get("parentUuid")
-        current = by_id.get(parent) if isinstance(parent, str) else None
-    path.reverse()
-    return path
 
 
 def _ours(name: str) -> str | None:

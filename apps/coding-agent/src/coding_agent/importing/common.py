@@ -31,6 +31,7 @@ The source file is only ever read.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -44,6 +45,7 @@ __all__ = [
     "ImportProblem",
     "ImportedSession",
     "SourceLines",
+    "UnreadLine",
     "assistant_message",
     "finish_messages",
     "first_line",
@@ -74,6 +76,31 @@ class ImportProblem(Exception):
     """The file cannot be imported; the message names the file, what is wrong and what to do."""
 
 
+@dataclass(frozen=True)
+class UnreadLine:
+    """A line of the file that could not be read (not JSON, or too long), and what can still be
+    told of it: the ``"uuid"`` and ``"parentUuid"`` values its bytes name, found by pattern as
+    they streamed past (a line cut off in a crash still names its ``parentUuid``, Claude Code's
+    first key, but not its ``uuid``, written after the message). A reader whose chain of
+    parent links reaches a line that is not there bridges the gap with them."""
+
+    number: int
+    """The line's number, from 1, as an editor numbers them."""
+    too_long: int = 0
+    """Its length in bytes when it was skipped for being longer than the limit, else 0."""
+    uuids: frozenset[str] = frozenset()
+    """Every ``"uuid": "…"`` value the line names (its own, unless it was cut off before it)."""
+    parent: str | None = None
+    """The first ``"parentUuid"`` value the line names (``None``: ``null``, or none named)."""
+    names_parent: bool = False
+    """Whether the line names a ``"parentUuid"`` at all (``null`` included)."""
+
+    @property
+    def why(self) -> str:
+        """Why it was not read, in words."""
+        return "longer than a line may be" if self.too_long else "not JSON"
+
+
 @dataclass
 class SourceLines:
     """The JSON objects of a JSONL file, in order, and how many lines were skipped."""
@@ -86,6 +113,11 @@ class SourceLines:
     """The longest line read; a longer one is skipped, and named in :attr:`too_long`."""
     too_long: list[tuple[int, int]] = field(default_factory=list[tuple[int, int]])
     """The lines skipped for being longer than :attr:`line_limit`: (line number from 1, bytes)."""
+    numbers: list[int] = field(default_factory=list[int])
+    """The line number (from 1) of each of :attr:`records`."""
+    unread: list[UnreadLine] = field(default_factory=list[UnreadLine])
+    """The lines that could not be read (not JSON, or too long), in file order: those that
+    may have been a record. A line of JSON that is not an object is only counted."""
 
     def notes(self) -> list[str]:
         """What the import says of the lines skipped for their length (one note each)."""
@@ -164,6 +196,40 @@ def _size(count: int) -> str:
     return f"{round(count / (1024 * 1024), 1):g} MB"
 
 
+_UUID = re.compile(rb'"uuid"\s*:\s*"([^"\\]{1,200})"')
+_PARENT = re.compile(rb'"parentUuid"\s*:\s*(?:null|"([^"\\]{1,200})")')
+_OVERLAP = 512
+"""Bytes of one piece of a long line scanned again with the next (a value split between)."""
+
+
+class _Clues:
+    """The ``uuid`` and ``parentUuid`` values named by a line that cannot be read, found as its
+    bytes stream past (at most :data:`_OVERLAP` bytes held)."""
+
+    def __init__(self) -> None:
+        self.uuids: set[str] = set()
+        self.parent: str | None = None
+        self.names_parent = False
+        self.tail = b""
+
+    def feed(self, data: bytes | bytearray) -> None:
+        """Scan the next piece of the line (not copied: it may be as long as the limit)."""
+        self._scan(self.tail + bytes(data[:_OVERLAP]))  # a value split between the pieces
+        self._scan(data)
+        self.tail = (self.tail + bytes(data[-_OVERLAP:]))[-_OVERLAP:]
+
+    def _scan(self, text: bytes | bytearray) -> None:
+        self.uuids.update(m.group(1).decode(errors="replace") for m in _UUID.finditer(text))
+        if not self.names_parent and (found := _PARENT.search(text)) is not None:
+            self.names_parent = True
+            self.parent = found.group(1).decode(errors="replace") if found.group(1) else None
+
+    def line(self, number: int, too_long: int = 0) -> UnreadLine:
+        return UnreadLine(
+            number, too_long, frozenset(self.uuids), self.parent, names_parent=self.names_parent
+        )
+
+
 class _LineSplitter:
     """Splits a file into lines as it is read, holding at most ``limit`` bytes of one line."""
 
@@ -171,6 +237,7 @@ class _LineSplitter:
         self.limit = limit
         self.line = bytearray()
         self.over = 0  # bytes of the current line so far, once it is longer than the limit
+        self.clues = _Clues()  # of the current line, once it is longer than the limit
         self.number = 1
         self.lines = SourceLines([], 0, False, line_limit=limit)
 
@@ -195,19 +262,23 @@ class _LineSplitter:
     def _add(self, chunk: bytes, start: int, end: int) -> None:
         if self.over:
             self.over += end - start
+            self.clues.feed(chunk[start:end])
         elif len(self.line) + end - start > self.limit:
             self.over = len(self.line) + end - start
+            self.clues.feed(self.line)
+            self.clues.feed(chunk[start:end])
             self.line = bytearray()
         else:
             self.line += chunk[start:end]
 
     def _finish(self, *, complete: bool) -> None:
-        line, over = self.line, self.over
-        self.line, self.over = bytearray(), 0
+        line, over, clues = self.line, self.over, self.clues
+        self.line, self.over, self.clues = bytearray(), 0, _Clues()
         number = self.number
         self.number += 1
         if over:
             self.lines.too_long.append((number, over))
+            self.lines.unread.append(clues.line(number, over))
             return
         if not line.strip():
             return
@@ -216,9 +287,12 @@ class _LineSplitter:
         except (ValueError, UnicodeDecodeError):
             self.lines.skipped += 1
             self.lines.truncated_tail = self.lines.truncated_tail or not complete
+            clues.feed(line)
+            self.lines.unread.append(clues.line(number))
             return
         if isinstance(value, dict):
             self.lines.records.append(value)  # pyright: ignore[reportUnknownArgumentType]
+            self.lines.numbers.append(number)
         else:
             self.lines.skipped += 1
 
