@@ -71,6 +71,15 @@ def _lines(widget: Widget) -> list[str]:
     return [widget.render_line(y).text.rstrip() for y in range(widget.size.height)]
 
 
+def _dim(widget: Widget, text: str) -> bool | None:
+    """Whether ``widget`` draws the start of ``text`` dimmed (``None``: it is not shown)."""
+    for y in range(widget.size.height):
+        for segment in widget.render_line(y):
+            if segment.text.lstrip().startswith(text) and segment.style is not None:
+                return bool(segment.style.dim)
+    return None
+
+
 def _row(app: CodingAgentApp, label: str) -> str:
     """The palette's rendered row that starts with ``label``, or ``""``."""
     return next((line for line in _lines(app.editor.palette) if line.startswith(label)), "")
@@ -90,6 +99,10 @@ async def test_the_palette_shows_a_commands_and_a_skills_hint_after_the_name_dim
         )
         (item,) = [s for s in app.editor.palette.suggestions if s.label == "/review-pr"]
         assert (item.hint, item.description) == ("[pr-number] [priority]", "Review a pull request")
+        assert (_dim(app.editor.palette, "/review-pr"), _dim(app.editor.palette, "[pr")) == (
+            False,
+            True,
+        )
         await pilot.press(*["backspace"] * 6, *"triage")
         await docs.until(pilot, lambda: _row(app, "/triage"))
         assert _row(app, "/triage") == "/triage [pr-number] [priority]  Triage an issue"
