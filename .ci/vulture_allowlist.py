@@ -57,6 +57,7 @@ _.action_toggle_tools
 # Textual: message handlers registered with the @on(...) decorator
 _._cancel
 _._cancel_requested
+_._cursor_moved  # the prompt editor: a command's argument hint shows only at the text's end
 _._filtered
 _._load_pressed
 _._pressed

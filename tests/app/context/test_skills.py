@@ -84,7 +84,8 @@ def test_xdg_config_home_moves_the_config_folder(place: SimpleNamespace) -> None
 
 def test_bad_skills_are_warnings_naming_the_file_never_errors(place: SimpleNamespace) -> None:
     root = place.config / "coding-agent/skills"
-    broken = place.write(root / "broken/SKILL.md", "---\nname: [oops\ndescription: x\n---\nbody\n")
+    # not YAML, and not key: value lines either (a list item): nothing can read it
+    broken = place.write(root / "broken/SKILL.md", "---\nname: x\n- [oops\n---\nbody\n")
     unclosed = place.write(root / "unclosed/SKILL.md", "---\nname: unclosed\n")
     listed = place.write(root / "listed/SKILL.md", "---\n- a\n- b\n---\n")
     bare = place.write(root / "bare/SKILL.md", "---\nname: bare\n---\nno description\n")
@@ -199,6 +200,29 @@ def test_claude_code_skill_fields_not_honoured_are_one_warning_naming_each(
     ]
 
 
+def test_a_skills_argument_hint_is_read_even_where_yaml_refuses_it(place: SimpleNamespace) -> None:
+    """Claude Code's ``argument-hint: [pr-number] [priority]`` is two YAML lists on one line: the
+    skill loads with it as written (the block read line by line, as Claude Code does, with a
+    warning saying so) and ``/review-pr 12`` sends its body; ``[focus]`` alone is a list of
+    one; a skill without one has none."""
+    root = place.config / "coding-agent/skills"
+    path = place.write(
+        root / "review-pr/SKILL.md",
+        skill("review-pr", extra="argument-hint: [pr-number] [priority]\n", body="Review PR $0."),
+    )
+    place.write(root / "focus/SKILL.md", skill("focus", extra="argument-hint: [focus]\n"))
+    place.write(root / "plain/SKILL.md", skill("plain"))
+    found = discover_skills(place.project, place.env)
+    hints = {s.name: s.argument_hint for s in found.skills}
+    assert hints == {"review-pr": "[pr-number] [priority]", "focus": "[focus]", "plain": ""}
+    (warning,) = found.warnings
+    assert warning.startswith(f"{path}: the frontmatter is not valid YAML (line 4)")
+    assert warning.endswith("read line by line as text (as Claude Code does)")
+    review = found.get("review-pr")
+    assert review is not None and review.description == "Does things."
+    assert "Review PR 12." in invoke_skill(review, "12 high")
+
+
 def test_a_project_folder_others_may_write_is_never_read(place: SimpleNamespace) -> None:
     place.write(place.project / ".claude/skills/planted/SKILL.md", skill("planted"))
     place.write(place.project / ".coding-agent/skills/own/SKILL.md", skill("own"))
@@ -265,7 +289,7 @@ def test_the_skills_service_gives_a_skills_whole_text_read_afresh(place: SimpleN
     assert "Check Y." in (service.skill("review") or {})["text"]
     place.write(place.home / ".claude/skills/later/SKILL.md", skill("later"))
     assert sorted(service.names()) == ["later", "review"]
-    path.write_text("---\nname: review\ndescription: [broken\n---\n")
+    path.write_text("---\nname: review\ndescription: x\n- [broken\n---\n")  # unreadable
     assert service.skill("review") is None  # no longer a skill (discovery warns about it)
 
 

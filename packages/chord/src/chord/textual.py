@@ -169,8 +169,9 @@ class Modal(Protocol):
 @dataclass(frozen=True, slots=True)
 class SlashCommand:
     """A row of the command registry (:attr:`TextualTui.commands`): what the palette
-    (``description``: the arguments, then the help), ``/help`` (``usage`` and ``help``) and
-    completion read, and the ``(text, ctx)`` handler :meth:`TextualTui.run_command` calls."""
+    (``description``: the arguments, then the help; or ``usage`` and ``help`` apart, to show
+    the arguments after the name), ``/help`` (``usage`` and ``help``) and completion read, and
+    the ``(text, ctx)`` handler :meth:`TextualTui.run_command` calls."""
 
     name: str
     description: str

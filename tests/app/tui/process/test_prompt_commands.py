@@ -161,13 +161,13 @@ async def test_a_template_is_in_the_palette_and_expands_its_arguments(
         await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
         await pilot.press(*"/review-s")
         await kit.wait_for(pilot, lambda: app.editor.palette.display, "the palette")
-        seen["rows"] = [(s.label, s.description) for s in app.editor.palette.suggestions]
+        seen["rows"] = [(s.label, s.hint, s.description) for s in app.editor.palette.suggestions]
         await pilot.press("tab", *'security "error paths"', "enter")
         await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
         seen["user"] = user_texts(kit, app)
 
     await kit.drive(session, keeper, test)
-    assert seen["rows"][0] == ("/review-staged", "[focus]  Review the staged changes")
+    assert seen["rows"][0] == ("/review-staged", "[focus]", "Review the staged changes")
     assert seen["user"] == [
         'Review the staged diff, focusing on security. Notes: security "error paths"'
     ]

@@ -74,7 +74,13 @@ from typing import Any
 
 from coding_agent.context.folders import markdown_files
 from coding_agent.context.mentions import MAX_INCLUDED_CHARS, fenced
-from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
+from coding_agent.context.resources import (
+    FrontmatterError,
+    Places,
+    argument_hint,
+    read_frontmatter,
+    read_text,
+)
 from coding_agent.settings.trust import project_root_for
 
 __all__ = [
@@ -101,7 +107,6 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|@|[1-9])|\$\{@:(\d+)(?::(\d+))?\}")
 _SHELL = re.compile(r"!`([^`\n]+)`")
 _INCLUDE = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
-_KEY_LINE = re.compile(r"^([A-Za-z][\w-]*)\s*:\s?(.*)$")
 
 
 class TemplateError(ValueError):
@@ -153,30 +158,6 @@ def template_roots(places: Places) -> list[Path]:
     ]
 
 
-def _lenient_frontmatter(text: str) -> tuple[dict[str, Any], str, str] | None:
-    """``(meta, body, warning)`` read line by line (``key: value``, values as text) from a
-    frontmatter block YAML refused, or ``None`` when there is no closed block or a line is not
-    of that form."""
-    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
-        return None
-    meta: dict[str, Any] = {}
-    for index in range(1, len(lines)):
-        line = lines[index].strip()
-        if line == "---":
-            return meta, "".join(lines[index + 1 :]), ""
-        if not line or line.startswith("#"):
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None:
-            return None
-        value = match.group(2).strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        meta[match.group(1)] = value
-    return None
-
-
 def _first_line(body: str) -> str:
     for line in body.splitlines():
         line = line.strip().lstrip("#").strip()
@@ -202,23 +183,16 @@ def _load(
         warnings.append(f"{path}: cannot read the prompt template: {error.strerror or error}")
         return None
     try:
-        meta, body = split_frontmatter(text)
+        meta, body, note = read_frontmatter(text)
     except FrontmatterError as error:
-        lenient = _lenient_frontmatter(text)
-        if lenient is None:
-            warnings.append(f"{path}: prompt template skipped: {error}")
-            return None
-        meta, body, _ = lenient
-        warnings.append(f"{path}: {error}; read line by line as text (as Claude Code does)")
+        warnings.append(f"{path}: prompt template skipped: {error}")
+        return None
+    if note:
+        warnings.append(f"{path}: {note}")
     description: Any = meta.get("description")
-    hint: Any = meta.get("argument-hint", "")
     if description is not None and not isinstance(description, str):
         warnings.append(f"{path}: 'description' should be text; the first line is used")
         description = None
-    if isinstance(hint, list):  # `argument-hint: [focus]` is a YAML list of one
-        hint = " ".join(f"[{item}]" for item in hint)  # pyright: ignore[reportUnknownVariableType]
-    elif not isinstance(hint, str):
-        hint = str(hint) if isinstance(hint, (int, float)) else ""
     model: Any = meta.get("model")
     tools: Any = meta.get("allowed-tools", ())
     if isinstance(tools, str):
@@ -227,7 +201,7 @@ def _load(
     return PromptTemplate(
         name,
         described,
-        hint.strip(),
+        argument_hint(meta),
         body,
         path.resolve(),
         source,

@@ -16,11 +16,16 @@ two kinds of folder:
 :func:`split_frontmatter` reads the YAML frontmatter of a Markdown file with a real YAML parser
 (PyYAML's safe loader); a file whose frontmatter does not parse raises :class:`FrontmatterError`,
 which the callers turn into a warning naming the file.
+Claude Code tolerates frontmatter YAML refuses (``argument-hint: [pr-number] [priority]`` is
+two flow lists on one line): :func:`read_frontmatter` reads such a block line by line as
+``key: value`` text, as Claude Code does, and says so in a note the caller shows.
+:func:`argument_hint` reads a command's or a skill's ``argument-hint`` as the text to show.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,6 +47,8 @@ __all__ = [
     "MAX_RESOURCE_CHARS",
     "FrontmatterError",
     "Places",
+    "argument_hint",
+    "read_frontmatter",
     "read_text",
     "split_frontmatter",
 ]
@@ -100,6 +107,60 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
             f"the frontmatter must be a mapping of keys to values, not {type(data).__name__}"
         )
     return {str(key): value for key, value in data.items()}, body
+
+
+_KEY_LINE = re.compile(r"^([A-Za-z][\w-]*)\s*:\s?(.*)$")
+
+
+def _lenient_frontmatter(text: str) -> tuple[dict[str, Any], str] | None:
+    """``(meta, body)`` read line by line (``key: value``, values as text) from a frontmatter
+    block YAML refused, or ``None`` when there is no closed block or a line is not of that
+    form."""
+    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return None
+    meta: dict[str, Any] = {}
+    for index in range(1, len(lines)):
+        line = lines[index].strip()
+        if line == "---":
+            return meta, "".join(lines[index + 1 :])
+        if not line or line.startswith("#"):
+            continue
+        match = _KEY_LINE.match(line)
+        if match is None:
+            return None
+        value = match.group(2).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        meta[match.group(1)] = value
+    return None
+
+
+def read_frontmatter(text: str) -> tuple[dict[str, Any], str, str]:
+    """``(frontmatter, body, note)`` of a Markdown text, as Claude Code reads its commands and
+    skills: :func:`split_frontmatter`, or, when YAML refuses the block but every line of it is
+    ``key: value``, those lines as text (``note`` then says so, for a warning naming the file;
+    otherwise it is ``""``). Raises :class:`FrontmatterError` when neither reads it."""
+    try:
+        meta, body = split_frontmatter(text)
+    except FrontmatterError as error:
+        lenient = _lenient_frontmatter(text)
+        if lenient is None:
+            raise
+        return *lenient, f"{error}; read line by line as text (as Claude Code does)"
+    return meta, body, ""
+
+
+def argument_hint(meta: Mapping[str, Any]) -> str:
+    """The ``argument-hint`` of a command's or a skill's frontmatter as the text to show
+    (``""``: none). ``argument-hint: [focus]`` is a YAML list of one and shows as
+    ``[focus]``; a number shows as written; anything else is no hint."""
+    hint: Any = meta.get("argument-hint", "")
+    if isinstance(hint, list):
+        hint = " ".join(f"[{item}]" for item in hint)  # pyright: ignore[reportUnknownVariableType]
+    elif isinstance(hint, (int, float)) and not isinstance(hint, bool):
+        hint = str(hint)
+    return " ".join(hint.split()) if isinstance(hint, str) else ""
 
 
 class Places(msgspec.Struct, frozen=True):

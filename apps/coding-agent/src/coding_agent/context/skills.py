@@ -46,7 +46,9 @@ lowercase letters, digits and hyphens (no leading, trailing or doubled hyphen) a
 the folder's name; ``description`` is required (at most 1024 characters). A name that breaks
 the rules or differs from the folder is a warning, and the skill still loads; a missing
 description, a missing or non-text name, or frontmatter that is not valid YAML skips the skill
-with a warning naming the file. Of two skills with one name, the first found wins (a warning
+with a warning naming the file, unless every line of it is ``key: value`` (Claude Code's
+``argument-hint: [pr-number] [priority]``): then it is read as text, as for a prompt template,
+with a warning saying so. Of two skills with one name, the first found wins (a warning
 names both files). Nothing here ever raises for a bad skill.
 """
 
@@ -63,7 +65,13 @@ import msgspec
 
 from coding_agent.context.folders import SKILL_FILE, skill_files
 from coding_agent.context.prompt_templates import split_arguments, with_unused_arguments
-from coding_agent.context.resources import FrontmatterError, Places, read_text, split_frontmatter
+from coding_agent.context.resources import (
+    FrontmatterError,
+    Places,
+    argument_hint,
+    read_frontmatter,
+    read_text,
+)
 
 __all__ = [
     "MAX_DESCRIPTION",
@@ -112,9 +120,9 @@ NOT_HONOURED: dict[str, str] = {
 """Claude Code's skill front-matter fields this agent does not honour and whose absence changes
 what runs, each with what happens instead; a skill setting any is one warning naming them (it
 still loads). ``allowed-tools`` (its calls ask as any other), ``model``, ``effort``,
-``user-invocable`` and ``argument-hint`` are accepted without a warning: ignoring them only
-makes a call ask, or keeps the conversation's model, so a plugin's skills do not each warn at
-every start."""
+and ``user-invocable`` are accepted without a warning: ignoring them only makes a call ask,
+or keeps the conversation's model, so a plugin's skills do not each warn at every start
+(``user-invocable: false`` and ``argument-hint`` are honoured: :attr:`Skill.argument_hint`)."""
 
 
 class Skill(msgspec.Struct, frozen=True):
@@ -131,6 +139,9 @@ class Skill(msgspec.Struct, frozen=True):
     user_invocable: bool = True
     """False when the frontmatter says ``user-invocable: false``: no ``/NAME`` command (as in
     Claude Code's ``/`` menu); ``/skill:NAME`` still loads it."""
+    argument_hint: str = ""
+    """``argument-hint`` in the frontmatter (``[pr-number] [priority]``): what its commands'
+    arguments are, shown after the name in the palette as Claude Code shows it."""
 
     @property
     def folder(self) -> Path:
@@ -218,10 +229,12 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
         warnings.append(f"{path}: cannot read the skill: {error.strerror or error}")
         return None
     try:
-        meta, body = split_frontmatter(text)
+        meta, body, note = read_frontmatter(text)
     except FrontmatterError as error:
         warnings.append(f"{path}: skill skipped: {error}")
         return None
+    if note:
+        warnings.append(f"{path}: {note}")
     single_file = path.name != SKILL_FILE  # pi's NAME.md directly in its skills folder
     folder_name = path.stem if single_file else path.parent.name
     raw_name: Any = meta.get("name", folder_name)
@@ -252,7 +265,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
     hidden = meta.get("user-invocable") is False
     return Skill(
         name, description, path.resolve(), source, model_invocable=not disabled,
-        user_invocable=not hidden,
+        user_invocable=not hidden, argument_hint=argument_hint(meta),
     )  # fmt: skip
 
 
@@ -342,7 +355,7 @@ def invoke_skill(skill: Skill, args: str = "") -> str:
     (:func:`~coding_agent.context.prompt_templates.with_unused_arguments`). Raises ``OSError``
     when the file cannot be read any more and
     :class:`~coding_agent.context.resources.FrontmatterError` when it no longer parses."""
-    _meta, body = split_frontmatter(read_text(skill.path))
+    _meta, body, _note = read_frontmatter(read_text(skill.path))
     body = body.strip().replace("${CLAUDE_SKILL_DIR}", str(skill.folder))
     args = args.strip()
     words = split_arguments(args)

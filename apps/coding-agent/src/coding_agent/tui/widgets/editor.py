@@ -18,7 +18,8 @@ Completion shows in a dropdown, the :class:`~coding_agent.tui.widgets.palette.Co
 the app places just above the editor (:attr:`PromptEditor.palette`). It opens by itself for
 
 * a ``/command`` being typed (the whole text is ``/`` and a name, no space yet): the registered
-  commands with their descriptions, fuzzy-ranked;
+  commands, each with its arguments (a skill's or a template's ``argument-hint``) dimmed after
+  its name and its description, fuzzy-ranked;
 * an ``@mention`` being typed anywhere: the project's files (see
   :mod:`coding_agent.tui.complete.files`), fuzzy-ranked;
 
@@ -26,6 +27,12 @@ and Tab opens it for a path with several completions. While it is open, Up/Down 
 highlight instead of walking the history, Tab or Enter accept the highlighted row and Escape
 closes it (until the text changes) without reaching the app's abort key. Enter still submits a
 command typed out exactly, so ``/quit`` + Enter quits at once.
+
+Once the text is a command's name and one space (``/review-pr `` and the cursor at its end),
+the command's arguments show dimmed after the cursor, as Claude Code shows a command's
+``argument-hint`` (:attr:`PromptEditor.argument_hint`; TextArea's ``suggestion``, but Right
+never writes it: it tells what to type, it is not text to accept). The first key typed
+replaces it.
 
 The editor does not decide what a submission *means* (prompt, steer, follow-up, command): it posts
 :class:`PromptEditor.Submitted` and the app decides.
@@ -45,6 +52,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Location
 
+from chord import inert
 from coding_agent.tui.complete import (
     FileIndex,
     common_prefix,
@@ -63,6 +71,7 @@ MENTION_LIMIT = 10
 """How many files an ``@mention`` dropdown lists."""
 
 _COMMAND = re.compile(r"/[^\s/]*")
+_COMMAND_AND_SPACE = re.compile(r"/([^\s/]+) ")
 _WORD_BEFORE = re.compile(r"\S*\Z")
 _WORD_AFTER = re.compile(r"\S*")
 
@@ -295,6 +304,34 @@ class PromptEditor(TextArea):
         self._dismissed = text
         self.load_text(text)
 
+    # -- a command's arguments, after ``/name `` ---------------------------------------------
+    @property
+    def argument_hint(self) -> str:
+        """What the arguments of the command typed are (``[pr-number] [priority]``), while the
+        text is ``/name `` and the cursor at its end; ``""`` otherwise or when it takes none.
+        Shown after the cursor, dimmed, as plain text (never markup) made inert."""
+        match = _COMMAND_AND_SPACE.fullmatch(self.text)
+        if match is None or self.cursor_location != self.document.end:
+            return ""
+        return inert(_argument_hint(self._commands(), match.group(1)))
+
+    def update_suggestion(self) -> None:
+        """TextArea's hook after every edit: the ghost text is the command's arguments."""
+        self.suggestion = self.argument_hint
+
+    @on(TextArea.SelectionChanged)
+    def _cursor_moved(self) -> None:
+        self.update_suggestion()  # only with the cursor at the end: it shows where it is
+
+    def action_cursor_right(self, select: bool = False) -> None:
+        """Right moves the cursor; unlike TextArea's, it never writes the ghost text (here
+        the arguments' hint, not a completion)."""
+        self.suggestion = ""
+        try:
+            super().action_cursor_right(select)
+        finally:
+            self.update_suggestion()
+
     # -- the palette -------------------------------------------------------------------------
     def completions(self) -> list[str]:
         """Command names matching a ``/name`` being typed, best first (empty otherwise)."""
@@ -389,14 +426,15 @@ class PromptEditor(TextArea):
             shown: set[tuple[str, str]] = set()
             for name in rank_commands(token.query, table):
                 description = _describe(table, name)
+                hint = _argument_hint(table, name)
                 # one thing under several names (a skill's /NAME, /skill:NAME and
                 # /PLUGIN:NAME: the same last part and description) shows once, under the
                 # best-ranked name; the others still run when typed
-                same = (description, name.rsplit(":", 1)[-1])
+                same = (f"{hint}  {description}", name.rsplit(":", 1)[-1])
                 if description and same in shown:
                     continue
                 shown.add(same)
-                rows.append(Suggestion(f"/{name}", f"/{name} ", description))
+                rows.append(Suggestion(f"/{name}", f"/{name} ", description, hint))
             return rows
         index = self._files()
         if index.stale and not index.scanning:
@@ -486,13 +524,30 @@ class PromptEditor(TextArea):
 
 
 def _describe(table: Mapping[str, Any] | Iterable[str], name: str) -> str:
+    """The help of ``/name``: the table's text, or a registered command's ``help`` (its
+    ``description`` when it has none; the arguments are :func:`_argument_hint`)."""
     if not isinstance(table, Mapping):
         return ""
     value = table.get(name)
     if isinstance(value, str):
         return value
+    help_line = getattr(value, "help", "")
+    if _argument_hint(table, name) and isinstance(help_line, str):
+        return help_line  # a SlashCommand's description is "ARGS  help"
     description = getattr(value, "description", "")
     return description if isinstance(description, str) else ""
+
+
+def _argument_hint(table: Mapping[str, Any] | Iterable[str], name: str) -> str:
+    """The arguments of ``/name`` as its usage shows them (``[pr-number] [priority]``, a
+    skill's or a template's ``argument-hint``; ``[MODEL]``): the registered command's
+    ``usage`` after its name (:class:`chord.textual.SlashCommand`), ``""`` for none."""
+    if not isinstance(table, Mapping):
+        return ""
+    usage = getattr(table.get(name), "usage", "")
+    if not isinstance(usage, str) or not usage.startswith(f"/{name}"):
+        return ""
+    return usage[len(name) + 1 :].strip()
 
 
 def _last_part(path: str) -> str:

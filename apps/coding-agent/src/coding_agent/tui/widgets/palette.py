@@ -32,6 +32,9 @@ class Suggestion:
     """The text that replaces the completed token when the row is accepted."""
     description: str = ""
     """A dim explanation after the label (a command's description)."""
+    hint: str = ""
+    """A command's arguments (``[pr-number] [priority]``: a skill's or a template's
+    ``argument-hint``), dimmed right after the label, as Claude Code shows them."""
 
 
 class CompletionPalette(OptionList):
@@ -99,8 +102,12 @@ class CompletionPalette(OptionList):
 
 
 def _row(item: Suggestion) -> Text:
+    """The row as Rich text built piece by piece: what a file says (a file name, a skill's
+    hint or description) is never read as markup, and made inert."""
     row = Text(no_wrap=True, overflow="ellipsis")
-    row.append(inert(item.label), style="bold")  # a file name, a skill's description…
+    row.append(inert(item.label), style="bold")
+    if item.hint:
+        row.append(inert(f" {item.hint}"), style="dim")
     if item.description:
         row.append(inert(f"  {item.description}"), style="dim")
     return row
