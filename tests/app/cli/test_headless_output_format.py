@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
-pytestmark = pytest.mark.anyio
+from tests.conftest import sigint_as_in_a_terminal
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -61,6 +62,7 @@ def _bash(command: str) -> dict[str, Any]:
 READ_THEN_ANSWER = [{"toolCalls": [_read("notes.txt")]}, {"text": "The build is green."}]
 
 
+@pytest.mark.anyio
 async def test_json_is_one_result_object_with_claude_codes_fields(
     project: Path, agent_env: dict[str, str]
 ) -> None:
@@ -91,6 +93,7 @@ async def test_json_is_one_result_object_with_claude_codes_fields(
     assert (follow["session_id"], follow["result"]) == (result["session_id"], "Still green.")
 
 
+@pytest.mark.anyio
 async def test_stream_json_starts_with_init_and_ends_with_the_result(
     project: Path, agent_env: dict[str, str]
 ) -> None:
@@ -135,6 +138,7 @@ async def test_stream_json_starts_with_init_and_ends_with_the_result(
     assert len({line["uuid"] for line in lines}) == len(lines)
 
 
+@pytest.mark.anyio
 async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     project: Path, agent_env: dict[str, str]
 ) -> None:
@@ -160,6 +164,13 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     (line,) = done.stderr.splitlines()
     assert line.startswith("coding-agent: error: the run reached --max-turns 1 "), line
 
+    # this agent's own --json: the result line is not ok, the error says why
+    done = await _run(project, agent_env, steps, "--json", "go on", "--max-turns", "1")
+    assert done.returncode == 1
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["type"] == "result" and last["ok"] is False
+    assert last["error"].startswith("the run reached --max-turns 1 ")
+
     # a run that answers within the limit is a success
     done = await _run(project, agent_env, READ_THEN_ANSWER, "-p", "how is it?",
                       "--max-turns", "2", "--output-format", "json")  # fmt: skip
@@ -167,6 +178,7 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     assert json.loads(done.stdout)["subtype"] == "success"
 
 
+@pytest.mark.anyio
 async def test_max_turns_past_a_refused_call_blocks_the_next_turns_tools(
     project: Path, agent_env: dict[str, str]
 ) -> None:
@@ -190,6 +202,7 @@ async def test_max_turns_past_a_refused_call_blocks_the_next_turns_tools(
     assert "never" not in done.stdout
 
 
+@pytest.mark.anyio
 async def test_a_failed_run_is_an_error_result_with_the_error_text(
     project: Path, agent_env: dict[str, str]
 ) -> None:
@@ -214,6 +227,7 @@ async def test_a_failed_run_is_an_error_result_with_the_error_text(
         (["-p", "hi", "--output-format", "xml"], "invalid choice: 'xml'"),
     ],
 )
+@pytest.mark.anyio
 async def test_a_bad_combination_is_a_usage_error(
     project: Path, agent_env: dict[str, str], flags: list[str], says: str
 ) -> None:
@@ -222,3 +236,32 @@ async def test_a_bad_combination_is_a_usage_error(
     (line,) = done.stderr.splitlines()
     assert line.startswith("coding-agent: error: ") and says in line, line
     assert done.stdout == ""
+
+
+def test_an_interrupted_run_ends_with_an_error_result(
+    project: Path, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps({"steps": [{"text": "The slow answer."}], "latency": 60}))
+    env = {**agent_env, "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "CODING_AGENT_WARM_START": "0"}  # fmt: skip
+    with sigint_as_in_a_terminal():  # a suite run from a background job ignores SIGINT
+        process = subprocess.Popen(
+            [str(BINARY), "--faux-script", str(slow), "--verbose", "-p", "go",
+             "--output-format", "json"], cwd=project, env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    assert process.stderr is not None
+    try:  # --verbose's line is written as the turn is sent: a signal then aborts the turn
+        assert "coding-agent: session" in process.stderr.readline()
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    result = json.loads(out)
+    assert result["subtype"] == "error_during_execution" and result["is_error"] is True
+    assert result["result"].startswith("interrupted (SIGINT)")
+    assert "coding-agent: error: interrupted (SIGINT)" in err

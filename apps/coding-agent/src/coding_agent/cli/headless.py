@@ -841,8 +841,8 @@ def report_turn(
         failure = f"the turn ended {status} (model {model})" + (f": {detail}" if detail else "")
     if mode == "json":
         result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
-        if not ok:
-            result["error"] = detail
+        if not ok:  # (--max-turns': the turn ended done, the run did not)
+            result["error"] = failure if turn.limited is not None else detail
         if blocked or unapproved:
             result["blocked"] = [_describe(request) for request in [*blocked, *unapproved]]
         _json_line(out, result)
