@@ -36,6 +36,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "entry_identities",
             "CLAUDE_CODE_TOOLS",
             "claude_code_names",
+            "claude_tool",
             "sandbox_available",
             "DomainProxy",
             "domain_allowed",

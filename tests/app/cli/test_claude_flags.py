@@ -52,7 +52,7 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--output-format", "json"], "--output-format is Claude Code's flag, here: --json"),
+        (["--fallback-model", "sonnet"], "--fallback-model is Claude Code's flag, here: no count"),
         (["--dangerously-skip-permissions"], "here: --permission-mode auto"),
         (["--allowedTools", "Bash(git:*)"], "here: allow rules in permissions.allow"),
         (["--append-system-prompt=be brief"], "here: APPEND_SYSTEM.md"),

@@ -36,7 +36,7 @@ import anyio
 import anyio.to_thread
 from anyio.abc import ByteReceiveStream
 
-from pico3 import CLAUDE_CODE_TOOLS, Sandbox, claude_code_names
+from pico3 import CLAUDE_CODE_TOOLS, Sandbox, claude_code_names, claude_tool
 
 __all__ = [
     "CLAUDE_NAMES",
@@ -66,41 +66,6 @@ _OUTPUT_LIMIT = 1 << 20
 def tool_names(tool: str, arguments: object) -> tuple[str, ...]:
     """Every name a matcher may take ``tool`` by: Claude Code's (first) and ours."""
     return (*claude_code_names(tool), tool)
-
-
-def _absolute(path: object, cwd: str) -> object:
-    if not isinstance(path, str) or not path:
-        return path
-    spelled = path[1:] if path.startswith("@") else path
-    return os.path.normpath(os.path.join(cwd, os.path.expanduser(spelled)))
-
-
-def claude_tool(tool: str, arguments: object, cwd: str) -> tuple[str, Any]:
-    """``(tool_name, tool_input)`` as Claude Code would send them for a call of ``tool``."""
-    if not isinstance(arguments, dict):
-        return CLAUDE_NAMES.get(tool, tool), arguments
-    args: dict[str, Any] = dict(arguments)  # pyright: ignore[reportUnknownArgumentType]
-    if tool in ("read", "write", "edit") and "path" in args:
-        args["file_path"] = _absolute(args.pop("path"), cwd)
-    if tool == "edit":
-        edits = args.pop("edits", None)
-        if "oldText" in args or "newText" in args:
-            edits = [{"oldText": args.pop("oldText", ""), "newText": args.pop("newText", "")}]
-        pairs = [
-            {"old_string": e.get("oldText", ""), "new_string": e.get("newText", "")}
-            for e in (edits if isinstance(edits, list) else [])  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(e, dict)
-        ]
-        if len(pairs) == 1:
-            return "Edit", {**args, **pairs[0]}
-        return "MultiEdit", {**args, "edits": pairs}
-    if tool == "grep" and "ignoreCase" in args:
-        args["-i"] = args.pop("ignoreCase")
-    if tool == "bash" and "background" in args:
-        args["run_in_background"] = args.pop("background")
-    if tool in ("grep", "find", "ls") and isinstance(args.get("path"), str):
-        args["path"] = _absolute(args["path"], cwd)
-    return CLAUDE_NAMES.get(tool, tool), args
 
 
 @dataclass(frozen=True)

@@ -39,16 +39,24 @@ from coding_agent.cli.headless import (
     HeadlessMode,
     TurnOutcome,
     _describe,
+    _mode_now,
     _presentation,
     _responders,
     _Root,
+    _service_user,
     follow_turn,
+    headless_mode,
     interrupted_reporter,
     report_turn,
 )
 from coding_agent.cli.interrupt import Interrupt, until_interrupted
 from coding_agent.context.mentions import mention_blocks, names_paths
-from coding_agent.contracts import APPROVAL_DIALOGS, QUESTION_DIALOGS, WorkerStatusService
+from coding_agent.contracts import (
+    APPROVAL_DIALOGS,
+    APPROVAL_MODE,
+    QUESTION_DIALOGS,
+    WorkerStatusService,
+)
 from coding_agent.server.preface import Request
 from coding_agent.server.remote import (
     NoServerReachable,
@@ -228,7 +236,7 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
             file=sys.stderr,
         )
         sys.stderr.flush()
-    mode: HeadlessMode = "json" if args.json is not None else "print"
+    mode: HeadlessMode = headless_mode(args.json is not None, args.output_format)
     interrupt = Interrupt()  # Ctrl+C aborts the server's turn, as a local run's
     interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     run = (_headless_main, dial, prompt, mode, args.approve, args.verbose, args.model)
@@ -338,6 +346,9 @@ async def run_headless_on_server(
                     presentation.facet(),
                     *_responders(features, approve, blocked, wait=wait, waiting=waiting),
                 ]
+                modes: list[Any] = []  # the permission mode Claude Code's init line names
+                if APPROVAL_MODE.id in offered:
+                    facets.append(_service_user(APPROVAL_MODE, modes, "mode"))
                 if WorkerStatusService.id in offered:  # it names the branch the session is on
                     facets.append(presentation.status_facet())
                 else:
@@ -346,11 +357,12 @@ async def run_headless_on_server(
                     group.start_soon(watch, source)
                 async with create_facet_host(facets, service_sources=[source]):
                     await root.chosen.wait()
+                    line = {"session": session_id, "cwd": info.get("cwd"), "mode": _mode_now(modes)}
                     turn = await follow_turn(
                         prompt,
                         root.found[-1],
                         receive_events,
-                        session_line={"session": info.get("session"), "cwd": info.get("cwd")},
+                        session_line=line,
                         default_model=info.get("model"),
                         mode=mode,
                         out=out,

@@ -1,7 +1,9 @@
 """Claude Code's command-line spellings: what a ``claude -p …`` script says, here.
 
 A Claude Code user's scripts and muscle memory bring its flags (``--output-format json``,
-``--dangerously-skip-permissions``, ``--allowedTools``…). The permission modes that mean the same
+``--dangerously-skip-permissions``, ``--allowedTools``…). ``--output-format`` and ``--max-turns``
+are this command line's own too, with Claude Code's shapes and meaning
+(:mod:`coding_agent.cli.claude_output`). The permission modes that mean the same
 here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptEdits`` is
 ``accept-edits``, ``default`` is ``ask``); every other flag of Claude Code's that this command
 line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
@@ -27,8 +29,6 @@ _MODE_HINTS = {
 CLAUDE_FLAGS: dict[str, str] = {
     "--dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
     "--allow-dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
-    "--output-format": "--json streams this agent's events as JSON lines (not Claude Code's "
-    "shape: README 'Headless runs'); -p prints the final answer as text",
     "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
     "not read",
     "--include-partial-messages": "--json streams every event as it happens",
@@ -59,7 +59,6 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--agents": "agent definitions go in ~/.claude/agents/ or a trusted project's .claude/agents/",
     "--permission-prompt-tool": "--wait-for-approval leaves approvals to another client "
     "(coding-agent attach, an editor)",
-    "--max-turns": "no counterpart: a headless run goes on until the model answers",
     "--fallback-model": "no counterpart: a failing model's error ends the run (exit 1)",
     "--session-id": "no counterpart: coding-agent names its sessions (--verbose prints the id)",
     "--fork-session": "/fork in the TUI (after --resume ID)",

@@ -24,9 +24,13 @@ the run goes on); the run ends with the ``turn.ended`` event whose ``inputs``
 hold it. In ``print`` mode the text of the final answer is the only thing written to ``out``; in
 ``json`` mode the first line is ``{"type": "session", "session", "model", "cwd"}``, then each
 event is one line of JSON, and the last is ``{"type": "result", "ok", "status", "text",
-"error"?, "blocked"?}``. Failures go to ``err`` as ``coding-agent: error: ...`` lines. The exit
-code is 0 when the turn ended ``done``, 1 when it did not (the provider or model failed, or a
-hook stopped the turn: a ``PermissionRequest`` deny with ``interrupt``, whose line names the
+"error"?, "blocked"?}``; in the ``claude-json`` and ``claude-stream-json`` modes (``-p
+--output-format json|stream-json``) ``out`` gets Claude Code's shapes (:mod:`coding_agent.cli.
+claude_output`: its result object, and with ``stream-json`` its init and message lines before
+it), and ``--max-turns`` stops the turn after that many model calls (:mod:`coding_agent.cli.
+max_turns`: exit 1, ``error_max_turns``). Failures go to ``err`` as ``coding-agent: error:
+...`` lines. The exit code is 0 when the turn ended ``done``, 1 when it did not (the provider
+or model failed, ``--max-turns`` stopped it, or a hook stopped the turn: a ``PermissionRequest`` deny with ``interrupt``, whose line names the
 hook, ``the turn was stopped by PermissionRequest hook `<command>```), 3 when
 it ended but a tool call was blocked because nobody could approve it (``--approve deny``, or no
 approval package serves the session: the line names the package and the command that restores
@@ -66,10 +70,13 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.cli.claude_output import ClaudeOutput, Subtype
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
+from coding_agent.cli.max_turns import TurnLimit
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
+    APPROVAL_MODE,
     APPROVAL_RULES,
     MCP_ELICITATIONS,
     MCP_SAMPLING,
@@ -107,6 +114,7 @@ __all__ = [
     "QUESTION_DIALOGS",
     "HeadlessMode",
     "answer_text",
+    "headless_mode",
     "interrupted_reporter",
     "run_headless",
     "run_json",
@@ -114,7 +122,25 @@ __all__ = [
     "unapproved_calls",
 ]
 
-HeadlessMode = Literal["print", "json"]
+HeadlessMode = Literal["print", "json", "claude-json", "claude-stream-json"]
+"""``-p`` (and ``--output-format text``): the answer as text; ``--json``: this agent's events;
+``claude-json``/``claude-stream-json``: ``--output-format json``/``stream-json``, Claude Code's
+shapes (:mod:`coding_agent.cli.claude_output`)."""
+
+CLAUDE_MODES: tuple[HeadlessMode, ...] = ("claude-json", "claude-stream-json")
+
+
+def headless_mode(json_events: bool, output_format: str | None) -> HeadlessMode:
+    """The mode of a headless command line: ``--json`` given (``json_events``), or
+    ``--output-format``'s value (``None``: not given)."""
+    if json_events:
+        return "json"
+    if output_format == "json":
+        return "claude-json"
+    if output_format == "stream-json":
+        return "claude-stream-json"
+    return "print"
+
 
 EXIT_OK = 0
 """The turn ended ``done``."""
@@ -387,6 +413,7 @@ async def run_headless(
     verbose: bool = False,
     on_unanswered: Callable[[], None] | None = None,
     interrupt: Interrupt | None = None,
+    max_turns: int | None = None,
 ) -> int:
     """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
@@ -397,11 +424,13 @@ async def run_headless(
     on ``err``. ``on_unanswered`` hears a failed turn in which the model produced nothing (the
     command line drops a session it created for it: no ghost). ``interrupt``: the run's
     signals (:mod:`coding_agent.cli.interrupt`): the first aborts the turn, and the run returns
-    :data:`EXIT_INTERRUPTED` after its last line (``"status": "interrupted"``). Raises
+    :data:`EXIT_INTERRUPTED` after its last line (``"status": "interrupted"``). ``max_turns``
+    (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.cli.
+    max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
     faux script (nothing is opened then)."""
-    if mode not in ("print", "json"):
-        raise ValueError(f"mode must be 'print' or 'json', got {mode!r}")
+    if mode not in ("print", "json", *CLAUDE_MODES):
+        raise ValueError(f"mode must be 'print', 'json' or a Claude Code one, got {mode!r}")
     if approve not in ("allow", "deny"):
         raise ValueError(f"approve must be 'allow' or 'deny', got {approve!r}")
     errors = err if err is not None else sys.stderr
@@ -421,8 +450,13 @@ async def run_headless(
         *_responders(features, approve, blocked),
         _shell_user(shell),
     ]
+    modes: list[Any] = []
     if "facets-approval" in features:  # a template's `!` lines are checked by its rules
         extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
+        extra.append(_service_user(APPROVAL_MODE, modes, "mode"))
+    limit = TurnLimit(max_turns) if max_turns is not None else None
+    if limit is not None:
+        extra.append(limit.facet())
     mcp = McpWatch() if "facets-mcp" in features else None
     if mcp is not None:
         extra.append(mcp.facet())
@@ -472,11 +506,12 @@ async def run_headless(
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
+        line = {"session": session.id, "cwd": str(session.cwd), "mode": _mode_now(modes)}
         turn = await follow_turn(
             content,
             root.found[0],
             receive_events,
-            session_line={"session": session.id, "cwd": str(session.cwd)},
+            session_line=line,
             default_model=runtime.choice.ref,
             mode=mode,
             out=out,
@@ -485,22 +520,44 @@ async def run_headless(
             failed=lambda: watch.message is not None,
             options=send_options,
             interrupt=interrupt,
+            limit=limit,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
+        if turn.claude is not None:
+            turn.claude.result("error_during_execution", turn.text, error=watch.message)
         print(f"coding-agent: error: {watch.message}", file=errors)
         errors.flush()
         return EXIT_STORAGE
     return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
 
 
-def interrupted_reporter(mode: HeadlessMode, out: TextIO, err: TextIO) -> Callable[[str], None]:
+def _mode_now(modes: list[Any]) -> str | None:
+    """The session's permission mode (the approval feature's ``approval.mode`` state), or
+    ``None`` without the feature."""
+    try:
+        value = modes[-1].state.value if modes else None
+    except Exception:  # not hydrated, gone: unknown
+        return None
+    mode = value.get("mode") if isinstance(value, dict) else None
+    return mode if isinstance(mode, str) else None
+
+
+def interrupted_reporter(
+    mode: HeadlessMode, out: TextIO, err: TextIO, *, session: str = "", cwd: str = ""
+) -> Callable[[str], None]:
     """The last line of a run a signal cancelled (:attr:`Interrupt.report`): ``--json``'s
-    result line (``"status": "interrupted"``), or ``-p``'s error line."""
+    result line (``"status": "interrupted"``), Claude Code's result (an
+    ``error_during_execution`` of ``session``), or ``-p``'s error line."""
+    claude = ClaudeOutput(out, stream=False, session_id=session, cwd=cwd)
 
     def report(detail: str) -> None:
         try:
             if mode == "json":
                 _json_line(out, _interrupted_result("", detail))
+            elif mode in CLAUDE_MODES:
+                claude.result("error_during_execution", "", error=detail)
+                print(f"coding-agent: error: {inert(detail)}", file=err)
+                err.flush()
             else:
                 print(f"coding-agent: error: {inert(detail)}", file=err)
                 err.flush()
@@ -528,6 +585,10 @@ class TurnOutcome:
         self.session: Any = None
         self.interrupted: str | None = None
         """Why the turn was aborted (``interrupted (SIGINT): ...``), when a signal aborted it."""
+        self.claude: ClaudeOutput | None = None
+        """The Claude Code lines of a ``claude-*`` mode's run."""
+        self.limited: int | None = None
+        """``--max-turns``' value when it stopped the turn (the model still calling tools)."""
 
 
 async def follow_turn(
@@ -545,13 +606,16 @@ async def follow_turn(
     latest: Callable[[], ConversationServiceApi] | None = None,
     options: Mapping[str, Any] | None = None,
     interrupt: Interrupt | None = None,
+    limit: TurnLimit | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
     session in this process and one on a server (:mod:`coding_agent.cli.attach`);
     ``latest()`` is the conversation's facade now (a reconnect makes a new one). ``options``:
     more members of the send (a command's ``model`` and ``allow``). While the turn is followed
-    ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`)."""
+    ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`).
+    ``limit`` (``--max-turns``) counts this conversation's model calls; a call past it aborts
+    the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -562,6 +626,20 @@ async def follow_turn(
         first = {"type": "session", "session": session, "model": model,
                  "cwd": session_line.get("cwd")}  # fmt: skip
         _json_line(out, first)
+    elif mode in CLAUDE_MODES:
+        cwd = str(session_line.get("cwd") or "")
+        claude = turn.claude = ClaudeOutput(
+            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd
+        )
+        config = conversation.view.value.get("config")
+        tools = config.get("selectedTools") if isinstance(config, dict) else None
+        claude.init(
+            model=model,
+            tools=[str(t) for t in tools] if isinstance(tools, list) else [],  # pyright: ignore[reportUnknownVariableType]
+            permission_mode=session_line.get("mode"),
+        )
+    if limit is not None:  # this conversation's model calls are counted from here
+        limit.conversation = conversation.view.value["conversation"]["id"]
     decoder = ViewDecoder()  # the view and the entries of events, decoded once
     start = decoder.decode(conversation.view.value)
     before = max((entry.id for entry in start.entries), default=-1) if start else -1
@@ -573,6 +651,8 @@ async def follow_turn(
         if interrupt is not None:
             interrupt.armed = True
             group.start_soon(_abort_on_signal, interrupt, sent, current, turn, group.cancel_scope)
+        if limit is not None:
+            group.start_soon(_abort_past_limit, limit, sent, current)
         try:
             try:
                 send = cast(SendInputJson, {**(options or {}), "content": prompt})
@@ -591,6 +671,8 @@ async def follow_turn(
         group.cancel_scope.cancel()
     if failure is not None:
         raise failure
+    if limit is not None and limit.stopped and ended:
+        turn.limited = limit.limit
     if interrupt is not None and interrupt.requested.is_set():
         said = interrupt.describe()
         if ended and turn.status == "done":
@@ -605,6 +687,19 @@ async def follow_turn(
         _model_ref({"config": {"model": asked}}) or _model_ref(current().view.value) or model
     )
     return turn
+
+
+async def _abort_past_limit(
+    limit: TurnLimit, sent: anyio.Event, current: Callable[[], ConversationServiceApi]
+) -> None:
+    """Abort the turn at a model call past ``--max-turns`` (the limit's calls were all
+    blocked, so none of its tools ended the turn; the late call's tools are blocked)."""
+    await limit.over.wait()
+    await sent.wait()
+    try:
+        await current().abort(BACKGROUND)
+    except Exception:  # the connection dropped, the session closed: the turn ends anyway
+        pass
 
 
 async def _abort_on_signal(
@@ -650,6 +745,8 @@ async def _read_turn(
             for raw, entry in zip(view.json.get("entries", ()), view.entries, strict=True):
                 if entry.id > before and entry.id not in turn.entries:
                     turn.entries[entry.id] = entry
+                    if turn.claude is not None:
+                        turn.claude.entry(entry)
                     if mode == "json":
                         _json_line(out, {"type": "entry.added", "entry": raw})
             if input_id >= 0 and _ended_meanwhile(view, input_id, turn):
@@ -662,6 +759,8 @@ async def _read_turn(
         if event.get("type") == "entry.added":
             entry = decoder.entry(event["entry"])
             turn.entries[entry.id] = entry
+            if turn.claude is not None:
+                turn.claude.entry(entry)
         if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
             turn.status = str(event.get("status"))
             turn.detail = str(event.get("detail") or event.get("reason") or "")
@@ -704,14 +803,16 @@ def report_turn(
     err: TextIO,
     on_unanswered: Callable[[], None] | None = None,
 ) -> int:
-    """Write the outcome (the answer, or the ``--json`` result line; the error lines) and
-    return the exit code."""
+    """Write the outcome (the answer, the ``--json`` result line or Claude Code's result; the
+    error lines) and return the exit code."""
     errors = err
+    again = f" (continue the session: coding-agent --resume {turn.session})"
     if turn.interrupted is not None:  # aborted: no answer, and the session is kept
         if mode == "json":
             _json_line(out, _interrupted_result(turn.text, turn.interrupted))
         else:
-            again = f" (continue the session: coding-agent --resume {turn.session})"
+            if turn.claude is not None:
+                turn.claude.result("error_during_execution", turn.text, error=turn.interrupted)
             print(f"coding-agent: error: {inert(turn.interrupted)}{again}", file=errors)
         errors.flush()
         return EXIT_INTERRUPTED
@@ -719,7 +820,7 @@ def report_turn(
         turn.status, turn.detail, turn.text, turn.entries, turn.model
     )  # fmt: skip
     unapproved = unapproved_calls(entries)
-    ok = status == "done"
+    ok = status == "done" and turn.limited is None
     code = EXIT_OK if ok else EXIT_FAILED
     answered = any(
         isinstance(entry, ToolResultEntry)
@@ -728,13 +829,28 @@ def report_turn(
     )
     if not ok and not answered and on_unanswered is not None:
         on_unanswered()
+    failure: str | None = None  # the error line's text (and Claude Code's result's)
+    if turn.limited is not None:
+        failure = (
+            f"the run reached --max-turns {turn.limited} with the model still calling tools{again}"
+        )
+    elif not ok and status == "unanswered" and detail.startswith("stopped by "):
+        # a hook stopped it (a PermissionRequest deny with interrupt): not the model's failure
+        failure = f"the turn was {detail}{again}"
+    elif not ok:
+        failure = f"the turn ended {status} (model {model})" + (f": {detail}" if detail else "")
     if mode == "json":
         result: dict[str, Any] = {"type": "result", "ok": ok, "status": status, "text": text}
-        if not ok:
-            result["error"] = detail
+        if not ok:  # (--max-turns': the turn ended done, the run did not)
+            result["error"] = failure if turn.limited is not None else detail
         if blocked or unapproved:
             result["blocked"] = [_describe(request) for request in [*blocked, *unapproved]]
         _json_line(out, result)
+    elif turn.claude is not None:
+        subtype: Subtype = "success" if ok else "error_during_execution"
+        if turn.limited is not None:
+            subtype = "error_max_turns"
+        turn.claude.result(subtype, text, error=failure, refused=[*blocked, *unapproved])
     elif ok or text:
         text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
         out.write(text if text.endswith("\n") else text + "\n")
@@ -752,13 +868,8 @@ def report_turn(
             f"coding-agent: error: blocked the {_describe(request, ' call')}: {request['reason']}",
             file=errors,
         )
-    if not ok and status == "unanswered" and detail.startswith("stopped by "):
-        # a hook stopped it (a PermissionRequest deny with interrupt): not the model's failure
-        again = f" (continue the session: coding-agent --resume {turn.session})"
-        print(f"coding-agent: error: the turn was {inert(detail)}{again}", file=errors)
-    elif not ok:
-        why = f": {inert(detail)}" if detail else ""
-        print(f"coding-agent: error: the turn ended {status} (model {model}){why}", file=errors)
+    if failure is not None:
+        print(f"coding-agent: error: {inert(failure)}", file=errors)
     elif blocked or unapproved:
         code = EXIT_BLOCKED
     errors.flush()

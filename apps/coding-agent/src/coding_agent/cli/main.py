@@ -20,6 +20,9 @@
                                        the prompt: git diff | coding-agent -p "review this")
     coding-agent --json "prompt"       headless: stream the view events as JSON lines
                                        (--approve allow lets tools that need approval run)
+    coding-agent -p "prompt" --output-format json|stream-json   Claude Code's result object /
+                                       its message lines (:mod:`coding_agent.cli.claude_output`);
+                                       --max-turns N stops the run after N model turns
     coding-agent -p --model X "prompt" the prompt may stand anywhere among the options; with
                                        -p/--json a word naming a subcommand is the prompt
                                        (:mod:`coding_agent.cli.argv`)
@@ -269,6 +272,20 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         metavar="PROMPT",
         help="headless: run one prompt (or the -p prompt) and stream events as JSON lines; the "
         "prompt may also stand anywhere among the options (--json --model X PROMPT)",
+    )
+    parser.add_argument(
+        "--output-format",
+        choices=("text", "json", "stream-json"),
+        help="-p: what stdout gets, as Claude Code's -p writes it: text (the answer, the "
+        "default), json (one result object at the end) or stream-json (a JSON line per "
+        "message, the result last); README 'Headless runs'",
+    )
+    parser.add_argument(
+        "--max-turns",
+        type=_turns,
+        metavar="N",
+        help="-p: stop after N model turns (as Claude Code's --max-turns; a model still calling "
+        "tools then ends the run with exit 1, error_max_turns)",
     )
     parser.add_argument(
         "--approve",
@@ -690,13 +707,49 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
     return prompt
 
 
+def _turns(value: str) -> int:
+    """``--max-turns``' value: a whole number of 1 or more."""
+    try:
+        turns = int(value)
+    except ValueError:
+        turns = 0
+    if turns < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, got {value!r}")
+    return turns
+
+
+def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
+    """``--output-format`` and ``--max-turns`` are for a headless run; ``--output-format``
+    does not go with ``--json`` (two shapes for one stdout), and ``--max-turns`` is enforced
+    in this process (:mod:`coding_agent.cli.max_turns`), so not with ``--server`` (the
+    server's worker runs the turn) or ``--wait-for-approval`` (a worker of its own)."""
+    for flag, value in (("--output-format", args.output_format), ("--max-turns", args.max_turns)):
+        if value is not None and not headless:
+            _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...')
+    if args.output_format is not None and args.json is not None:
+        _usage_exit(
+            "--json streams this agent's events, --output-format writes Claude Code's shapes: "
+            'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")'
+        )
+    if args.max_turns is not None and args.server is not None:
+        _usage_exit(
+            "--max-turns counts the turns in this process, and with --server the server's "
+            "worker runs them: run -p here, or leave --max-turns out"
+        )
+    if args.max_turns is not None and args.wait_for_approval is not None:
+        _usage_exit(
+            "--max-turns counts the turns in this process, and with --wait-for-approval a "
+            "worker of its own runs them: leave one of the two out"
+        )
+
+
 async def _run_headless(
     args: argparse.Namespace, session: Session, prompt: str, interrupt: Interrupt
 ) -> int:
     """The headless run; ``interrupt`` hears its SIGINT/SIGTERM (the first aborts the turn,
     :mod:`coding_agent.cli.interrupt`)."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.cli.headless import interrupted_reporter, run_headless
+    from coding_agent.cli.headless import headless_mode, interrupted_reporter, run_headless
     from coding_agent.worker.main import session_worker_config
 
     if session.worker_running():
@@ -710,8 +763,10 @@ async def _run_headless(
     )
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
-    mode = "json" if args.json is not None else "print"
-    interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
+    mode = headless_mode(args.json is not None, args.output_format)
+    interrupt.report = interrupted_reporter(
+        mode, sys.stdout, sys.stderr, session=session.id, cwd=str(session.cwd)
+    )
     if args.wait_for_approval is not None:  # the worker runs apart, so others can answer
         # lazy: start-up time (the command line imports only what the chosen command runs)
         from coding_agent.cli.attach import run_parked_headless
@@ -727,7 +782,7 @@ async def _run_headless(
 
     return await run_headless(
         prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
-        on_unanswered=unanswered, interrupt=interrupt,
+        on_unanswered=unanswered, interrupt=interrupt, max_turns=args.max_turns,
     )  # fmt: skip
 
 
@@ -1108,6 +1163,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         _usage_exit(
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
         )
+    _check_claude_output(args, headless)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
     if args.faux_script is not None:

@@ -7,15 +7,19 @@ A name missing here is a rule, a hook or a tool list that silently does nothing,
 only copy: the approval, hooks and subagents features all read it.
 
 :data:`CLAUDE_CODE_TOOLS` maps each Claude Code name to our tool; :func:`claude_code_names`
-goes back (every Claude Code name a call of ours answers to, the one Claude Code sends first).
+goes back (every Claude Code name a call of ours answers to, the one Claude Code sends first);
+:func:`claude_tool` spells one call of ours as Claude Code would (its name and its input's field
+names): what a hook is sent, and what ``-p --output-format json|stream-json`` writes.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Any
 
-__all__ = ["CLAUDE_CODE_TOOLS", "claude_code_names"]
+__all__ = ["CLAUDE_CODE_TOOLS", "claude_code_names", "claude_tool"]
 
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
     {
@@ -55,3 +59,44 @@ def claude_code_names(tool: str) -> tuple[str, ...]:
     ``tool_name`` first (``edit`` → ``("Edit", "MultiEdit")``, ``agent`` → ``("Task",
     "Agent")``); ``()`` for a tool Claude Code has no name for (an MCP tool, a feature's)."""
     return _BY_OURS.get(tool, ())
+
+
+def _absolute(path: object, cwd: str) -> object:
+    if not isinstance(path, str) or not path:
+        return path
+    spelled = path[1:] if path.startswith("@") else path
+    return os.path.normpath(os.path.join(cwd, os.path.expanduser(spelled)))
+
+
+def claude_tool(tool: str, arguments: object, cwd: str) -> tuple[str, Any]:
+    """``(tool_name, tool_input)`` as Claude Code would spell a call of our ``tool`` with
+    ``arguments``: its name (:func:`claude_code_names`' first; ``mcp__server__tool`` and every
+    other name as it is) and its field names where ours differ (``file_path`` for ``path``,
+    made absolute against ``cwd``; ``old_string``/``new_string`` for ``oldText``/``newText``,
+    ``MultiEdit`` for several edits; ``-i`` for grep's ``ignoreCase``; ``run_in_background``
+    for bash's ``background``); fields Claude Code does not have are kept as they are."""
+    name = names[0] if (names := claude_code_names(tool)) else tool
+    if not isinstance(arguments, dict):
+        return name, arguments
+    args: dict[str, Any] = dict(arguments)  # pyright: ignore[reportUnknownArgumentType]
+    if tool in ("read", "write", "edit") and "path" in args:
+        args["file_path"] = _absolute(args.pop("path"), cwd)
+    if tool == "edit":
+        edits = args.pop("edits", None)
+        if "oldText" in args or "newText" in args:
+            edits = [{"oldText": args.pop("oldText", ""), "newText": args.pop("newText", "")}]
+        pairs = [
+            {"old_string": e.get("oldText", ""), "new_string": e.get("newText", "")}
+            for e in (edits if isinstance(edits, list) else [])  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(e, dict)
+        ]
+        if len(pairs) == 1:
+            return "Edit", {**args, **pairs[0]}
+        return "MultiEdit", {**args, "edits": pairs}
+    if tool == "grep" and "ignoreCase" in args:
+        args["-i"] = args.pop("ignoreCase")
+    if tool == "bash" and "background" in args:
+        args["run_in_background"] = args.pop("background")
+    if tool in ("grep", "find", "ls") and isinstance(args.get("path"), str):
+        args["path"] = _absolute(args["path"], cwd)
+    return name, args
