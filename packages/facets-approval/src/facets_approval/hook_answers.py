@@ -35,36 +35,52 @@ conversation that reaches the approval hook is blocked (:func:`sibling_reason`),
 dialog is open is closed unanswered and blocked (:meth:`Interrupts.unless_interrupted`). A call
 that was already running when the hook answered finishes first (its result is kept).
 
-The pending interrupt is kept in memory, per conversation. A worker that stops between the
-refusal and the next model call forgets it: the call stays refused (its decision memo, then its
-result, is durable) and the model goes on after a restart. A steer typed while the refused
-call's siblings finish is placed after the results, so the request's newest message is the
-user's: the person is there, and the turn goes on with it; the pending interrupt is dropped.
+**Durable.** The pending interrupt is stored as well as the refusal: the decision memo (on the
+call's slot) holds it until the refused result is committed, and :meth:`Interrupts.start`
+commits it, before the result, as the ``interrupt`` key of the namespace's *sticky* slice of the
+refused call's conversation (``{"callId", "top", "by", "turn"}``: ``turn`` the id of the input
+that started the running turn, :meth:`pico3.Transaction.turn_input`). A crash between the memo
+and that commit runs ``before_tool`` again, which finds the memo and starts the interrupt again
+(idempotent). A worker restarted anywhere between the refusal and the next model call reads the
+stored interrupt once per conversation (:meth:`Interrupts.pending`, lazily: the first
+``before_tool`` or ``before_request`` there) and the turn ends exactly as without the restart:
+the other calls of the message are blocked, and the next model call aborts the turn on the
+hook's behalf before anything is sent to the model. From the abort on, pico3's own durability
+finishes the turn truthfully (the abort mark and ``sticky.turn.stoppedBy`` are one commit; a
+marked task runs its abort after a reopen, so the turn still ends "stopped by" the hook). A
+stored interrupt whose turn is over (another input started the running turn, or none runs) is
+stale: the read clears it and nothing is stopped.
+
+A steer typed while the refused call's siblings finish is placed after the results, so the
+request's newest message is the user's: the person is there, and the turn goes on with it; the
+pending interrupt is dropped (and cleared from storage).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
 
 from chord import Context
-from pico3 import Harness
+from pico3 import Harness, Namespace, Transaction
 
 from .contract import ApprovalDecision
 from .permissions import RuleStore, wide_allow
 from .rules import RuleError, parse_rule
 
 __all__ = [
+    "INTERRUPT_KEY",
     "Interrupts",
     "Pending",
     "continues_after",
     "hook_decision",
     "keep_hook_rules",
     "sibling_reason",
+    "stored_pending",
 ]
 
 _log = logging.getLogger("facets_approval")
@@ -175,23 +191,112 @@ async def keep_hook_rules(
             _log.warning("%s: %s rule %s kept for this session", by, kind, parsed.text)
 
 
-class Interrupts:
-    """The pending interrupts of one installation, by the refused call's conversation."""
+INTERRUPT_KEY = "interrupt"
+"""The key of the namespace's sticky slice that stores a conversation's pending interrupt
+(``{}``, its default: none)."""
 
-    def __init__(self, harness: Harness) -> None:
+
+def stored_pending(stored: object, turn: int | None) -> Pending | None:
+    """The :class:`Pending` a stored ``interrupt`` value holds while its turn runs (``turn``: the
+    id of the input that started the conversation's running turn, ``None`` when none runs);
+    ``None`` for no value, a malformed one, or one of a turn that is over (stale)."""
+    if not isinstance(stored, Mapping) or turn is None:
+        return None
+    call_id: Any = stored.get("callId")  # pyright: ignore[reportUnknownMemberType]
+    top: Any = stored.get("top")  # pyright: ignore[reportUnknownMemberType]
+    by: Any = stored.get("by")  # pyright: ignore[reportUnknownMemberType]
+    if stored.get("turn") != turn:  # pyright: ignore[reportUnknownMemberType]
+        return None
+    if not isinstance(call_id, str) or type(top) is not int or not isinstance(by, str):
+        return None
+    return Pending(call_id, top, by)
+
+
+class Interrupts:
+    """The pending interrupts of one installation, by the refused call's conversation: kept in
+    memory and stored (the namespace ``ns``'s sticky ``interrupt`` key), so a restarted worker
+    finds them (see the module docstring, **Durable**)."""
+
+    def __init__(self, harness: Harness, ns: Namespace) -> None:
         self._harness = harness
+        self._ns = ns
         self._pending: dict[int, Pending] = {}
         self._stops: dict[int, anyio.Event] = {}
+        self._read: set[int] = set()  # conversations whose stored interrupt this one has read
 
-    def start(self, conversation_id: int, pending: Pending) -> None:
+    async def start(self, conversation_id: int, pending: Pending, ctx: Context) -> None:
         """The call ``pending.call_id`` of ``conversation_id`` was refused with an interrupt:
-        close the open dialogs of its turn, and end the turn before its next model call."""
+        close the open dialogs of its turn, store the interrupt (before the refused result is
+        committed: the caller returns the block afterwards), and end the turn before its next
+        model call."""
         self._pending[conversation_id] = pending
         self._stop(conversation_id).set()
+        self._read.add(conversation_id)
+        conversation = await self._harness.conversation(conversation_id, ctx)
+        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+            return
+        ns = self._ns
 
-    def pending(self, conversation_id: int) -> Pending | None:
-        """The interrupt pending in ``conversation_id`` (``None``: none)."""
+        async def keep(tx: Transaction, _ctx: Context) -> None:
+            started = await tx.turn_input(conversation_id)
+            tx.plugins(ns)[INTERRUPT_KEY] = {
+                "callId": pending.call_id,
+                "top": pending.top,
+                "by": pending.by,
+                "turn": started.id if started is not None else None,
+            }
+
+        await conversation.commit(keep, ctx)
+
+    async def pending(self, conversation_id: int, ctx: Context) -> Pending | None:
+        """The interrupt pending in ``conversation_id`` (``None``: none); the first ask for a
+        conversation reads the stored one (a worker restarted after the refusal), and clears it
+        when its turn is over."""
+        if conversation_id not in self._read:
+            await self._load(conversation_id, ctx)
         return self._pending.get(conversation_id)
+
+    def known(self, conversation_id: int) -> Pending | None:
+        """The interrupt pending in ``conversation_id`` as this installation knows it (no read:
+        for a conversation :meth:`pending` was already asked about)."""
+        return self._pending.get(conversation_id)
+
+    async def _load(self, conversation_id: int, ctx: Context) -> None:
+        conversation = await self._harness.conversation(conversation_id, ctx)
+        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+            return
+        ns = self._ns
+
+        async def read(tx: Transaction, _ctx: Context) -> Pending | None:
+            stored = tx.plugins(ns)[INTERRUPT_KEY]
+            started = await tx.turn_input(conversation_id)
+            found = stored_pending(stored, started.id if started is not None else None)
+            if found is None and stored:  # its turn is over (or it is malformed): forget it
+                tx.plugins(ns)[INTERRUPT_KEY] = {}
+            return found
+
+        found = await conversation.commit(read, ctx)
+        if conversation_id in self._read:  # started meanwhile: this installation knows better
+            return
+        self._read.add(conversation_id)
+        if found is not None:
+            _log.warning("%s interrupted the turn before a restart: it stops", found.by)
+            self._pending[conversation_id] = found
+            self._stop(conversation_id).set()
+
+    async def _clear(self, conversation_id: int, pending: Pending, ctx: Context) -> None:
+        """Forget the stored interrupt of ``conversation_id`` if it is still ``pending``'s."""
+        conversation = await self._harness.conversation(conversation_id, ctx)
+        if conversation is None:  # pragma: no cover - the hosting task's conversation exists
+            return
+        ns = self._ns
+
+        def clear(tx: Transaction, _ctx: Context) -> None:
+            stored = tx.plugins(ns)[INTERRUPT_KEY]
+            if isinstance(stored, Mapping) and stored.get("callId") == pending.call_id:  # pyright: ignore[reportUnknownMemberType]
+                tx.plugins(ns)[INTERRUPT_KEY] = {}
+
+        await conversation.commit(clear, ctx)
 
     def _stop(self, conversation_id: int) -> anyio.Event:
         return self._stops.setdefault(conversation_id, anyio.Event())
@@ -219,13 +324,18 @@ class Interrupts:
     async def before_request(self, request: Any, api: Any, ctx: Context) -> None:
         """The ``before_request`` handler of ``pi.generation``: abort the user's conversation
         when this model call would continue the turn past a refusal with an interrupt (the
-        pending interrupt is dropped either way: it is about this model call only)."""
+        pending interrupt is dropped either way: it is about this model call only). The stored
+        interrupt stays until the turn is over when it aborts (a crash before the abort's
+        commit stops the turn after the restart; after it, pico3 finishes the abort), and is
+        cleared when the turn goes on (a steer came first)."""
+        await self.pending(api.conversation_id, ctx)  # a restarted worker reads it first
         pending = self._pending.pop(api.conversation_id, None)
         if pending is None:
             return None
         self._stops.pop(api.conversation_id, None)
         messages: Any = request.get("messages") if isinstance(request, dict) else None
         if not isinstance(messages, list) or not continues_after(messages, pending.call_id):  # pyright: ignore[reportUnknownArgumentType]
+            await self._clear(api.conversation_id, pending, ctx)
             return None
         top = await self._harness.conversation(pending.top, ctx)
         if top is None:  # pragma: no cover - the user's conversation exists while it runs

@@ -8,7 +8,9 @@ a future). It registers the namespace ``approval`` with *rewindable* ``rules``, 
 ``denyRules`` lists (the session-scope permission rules, kept in the user's conversation: see
 :mod:`.permissions`), a
 *sticky* ``autoAllow`` list (what "always allow <tool>" stored before permission rules; still
-honoured, see :mod:`.permissions`), a *session* ``mode`` (one permission mode for the whole
+honoured, see :mod:`.permissions`), a *sticky* ``interrupt`` (a ``PermissionRequest`` hook's
+interrupt waiting for the turn's next model call, stored so a restart keeps it: see
+:mod:`.hook_answers`), a *session* ``mode`` (one permission mode for the whole
 session, every conversation and subagent included; see :mod:`.contract`) and a ``before_tool``
 hook on ``pi.tool``. For each call the hook first asks the permission rules (:mod:`.rules`: the
 files' rules through the harness service ``permission_rules``, the session's, ``autoAllow``) for a
@@ -165,7 +167,14 @@ from .contract import (
     stricter,
 )
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
-from .hook_answers import Interrupts, Pending, hook_decision, keep_hook_rules, sibling_reason
+from .hook_answers import (
+    INTERRUPT_KEY,
+    Interrupts,
+    Pending,
+    hook_decision,
+    keep_hook_rules,
+    sibling_reason,
+)
 from .memory import MemoryFolders, unguarded
 from .permissions import (
     SESSION_KEYS,
@@ -503,12 +512,12 @@ def install_approval(
         NAMESPACE,
         {
             "rewindable": {key: [] for key in SESSION_KEYS.values()},
-            "sticky": {"autoAllow": []},
+            "sticky": {"autoAllow": [], INTERRUPT_KEY: {}},
             "session": {"mode": DEFAULT_MODE},
         },
     )
     store = RuleStore(harness, ns)
-    interrupts = Interrupts(harness)  # a hook's deny that stops the turn (.interrupts)
+    interrupts = Interrupts(harness, ns)  # a hook's deny that stops the turn (.hook_answers)
     memories = MemoryFolders(harness)  # a subagent's memory folder: its own files (.memory)
 
     def current(tx: Transaction, ctx: Context) -> tuple[PermissionMode, list[str], SessionRules]:
@@ -585,7 +594,7 @@ def install_approval(
     async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any] | None:
         tool = call["name"]
         arguments = call.get("arguments", {})
-        stopping = interrupts.pending(api.conversation_id)
+        stopping = await interrupts.pending(api.conversation_id, ctx)  # stored: a restart
         if stopping is not None and stopping.call_id != api.call_id:  # a hook stopped the turn
             return {"block": sibling_reason(tool, stopping)}
         safe = replay_safe(tool)
@@ -741,7 +750,7 @@ def install_approval(
                 answered = await interrupts.unless_interrupted(
                     api.conversation_id, lambda: ask(request, ctx)
                 )
-                stopping = interrupts.pending(api.conversation_id)
+                stopping = interrupts.known(api.conversation_id)
                 if answered is None and stopping is not None:  # the dialog closed unanswered
                     if forget is not None:
                         forget()
@@ -757,7 +766,7 @@ def install_approval(
             if decision.get("interrupt") is True:  # the refusal, then the turn ends (.hook_answers)
                 top = await store.top(api.conversation_id, ctx)
                 who = decision.get("by") or "a PermissionRequest hook"
-                interrupts.start(api.conversation_id, Pending(api.call_id, top, who))
+                await interrupts.start(api.conversation_id, Pending(api.call_id, top, who), ctx)
             return {"block": _block_reason(decision)}
         if decision.get("hookRules"):  # a PermissionRequest hook's updatedPermissions
             await keep_hook_rules(store, decision, api.conversation_id, ctx, say=bool(hooked))
