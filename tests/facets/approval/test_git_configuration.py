@@ -394,3 +394,15 @@ def test_a_folder_known_only_when_it_runs_asks(tmp_path: Path) -> None:
     reason = git_reason('cd "$X" && git status', str(tmp_path), None)
     assert reason is not None and "known only when it runs" in reason
     assert git_reason("echo git", str(tmp_path), None) is None  # no git runs
+
+
+def test_worktree_configuration_and_a_quoted_git_are_seen(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", ".")
+    git(tmp_path, "config", "extensions.worktreeConfig", "true")
+    git(tmp_path, "config", "--worktree", "core.fsmonitor", "./evil.sh")
+    for command in ("git status", "g\\it status", '"git" status', "/usr/bin/git log"):
+        assert git_reason(command, str(tmp_path), None) == (
+            "this repository's git configuration runs ./evil.sh "
+            "(core.fsmonitor in .git/config.worktree)"
+        ), command
+    assert git_reason("git status", str(tmp_path), str(tmp_path)) is None  # trusted

@@ -163,7 +163,7 @@ def git_reason(command: object, workspace: str | None, trusted_root: str | None)
     ``workspace`` is the session's folder (the command's starting folder); a repository inside
     ``trusted_root`` (the trusted project's root, else ``None``) is not checked. Blocking (it
     runs ``git config``): call it in a worker thread."""
-    if not isinstance(command, str) or "git" not in command:
+    if not isinstance(command, str):
         return None
     start = workspace if workspace is not None else os.getcwd()
     programs: list[ConfiguredProgram] = []
