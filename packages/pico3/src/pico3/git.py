@@ -515,7 +515,13 @@ def _one(
     )  # fmt: skip
     lines = os.fsdecode(where.stdout).splitlines()
     if len(lines) < 3:  # not a repository (or one git refuses to enter): git runs nothing there
-        return None
+        if _plain(git, cwd, [*options, "rev-parse", "--git-dir"], base, timeout).returncode:
+            return None
+        said = os.fsdecode(where.stderr).strip().splitlines()  # a repository all the same
+        why = f"an unknown program ({said[-1] if said else 'git rev-parse failed'})"
+        return RepositoryPrograms(
+            os.path.realpath(cwd), (ConfiguredProgram("its configuration", cwd, why),)
+        )
     git_dir, common, bare = lines[:3]
     top = lines[3] if bare != "true" and len(lines) > 3 else git_dir
     listed = _plain(
