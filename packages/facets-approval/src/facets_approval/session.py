@@ -90,7 +90,7 @@ not in a trusted project's repositories). Like confinement it only turns "run" i
 no rule or hook answers it: the reason names the setting, its file and the program. A call
 that runs inside the sandbox (``sandbox`` mode) is not checked: whatever git runs there is
 confined like any command the model could write. ``command_verdict`` (a prompt command's ``!``
-lines) applies the same check to what it would let run.
+lines) applies the same check to what it or the template's ``allowed-tools`` would let run.
 
 A subagent's memory folder (:mod:`.memory`, named by the task owning its conversation) is its
 own: a read there is never outside the working directories, and an edit there that only the mode
@@ -481,18 +481,18 @@ class ApprovalInstallation:
             return {"verdict": "ask", "by": "rule", "why": verdict.why}
         if mode == "plan":
             return {"verdict": "block", "by": "mode", "why": "the session is in plan mode"}
+        folder = workspace if isinstance(workspace, str) else None
+        configured = await anyio.to_thread.run_sync(
+            git_reason, command, folder, trusted_root(self.store.source)
+        )
+        if configured is not None:  # a person must allow it (a template's allowed-tools cannot)
+            return {"verdict": "ask", "by": "repository", "why": configured}
         if verdict.kind != "allow" and mode != "auto":
             return {
                 "verdict": "ask",
                 "by": "mode",
                 "why": f"no allow rule covers it in {mode} mode",
             }
-        folder = workspace if isinstance(workspace, str) else None
-        configured = await anyio.to_thread.run_sync(
-            git_reason, command, folder, trusted_root(self.store.source)
-        )
-        if configured is not None:  # as a bash call of it: a person must allow it
-            return {"verdict": "ask", "by": "repository", "why": configured}
         if verdict.kind == "allow":
             return {"verdict": "run", "by": "rule", "why": verdict.why}
         return {"verdict": "run", "by": "mode", "why": "the session is in auto mode"}
