@@ -176,3 +176,56 @@ def test_submodule_git_entries_pass_over_an_empty_dot_git_as_git_does(tmp_path: 
     session = outer / "sub"
     (session / ".git").mkdir()
     assert submodule_git_entries(session) == [str(session / "a" / "b" / "lib" / ".git")]
+
+
+# -- repository_programs: the same knowledge, for a git that runs unchanged ---------------------
+def test_repository_programs_names_every_armed_setting_and_the_hook(tmp_path: Path) -> None:
+    from pico3 import repository_programs
+
+    repo, markers = armed_repository(tmp_path)
+    found = repository_programs(repo / "sub" if (repo / "sub").is_dir() else repo, "status")
+    assert found is not None and found.folder == os.path.realpath(repo)
+    settings = {(p.setting, p.origin) for p in found.programs}
+    assert {s for s, _origin in settings} == {
+        "core.fsmonitor",
+        "filter.evil.clean",
+        "filter.evil.process",
+        "filter.Odd.One.clean",
+        "diff.evil.textconv",
+        "diff.external",
+        "the post-index-change hook",
+    }
+    assert ("core.fsmonitor", ".git/config") in settings
+    assert str(next(p for p in found.programs if p.setting == "core.fsmonitor")) == (
+        f"{tmp_path / 'fsmonitor.sh'} (core.fsmonitor in .git/config)"
+    )
+    assert os.listdir(markers) == []  # reading the configuration ran nothing
+
+
+def test_repository_programs_passes_benign_values_and_the_users_own_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pico3 import repository_programs
+
+    user = tmp_path / "user.gitconfig"
+    user.write_text("[core]\n\tfsmonitor = /usr/local/bin/mine\n[alias]\n\tst = !git status\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(user))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", ".")
+    assert repository_programs(repo, "status") == repository_programs(repo, "st")
+    found = repository_programs(repo, "commit")
+    assert found is not None and found.programs == ()  # a fresh repository: .sample hooks only
+    for key, value in {
+        "core.fsmonitor": "true",
+        "filter.lfs.clean": "git-lfs clean -- %f",
+        "filter.lfs.smudge": "git-lfs smudge -- %f",
+        "filter.lfs.process": "git-lfs filter-process",
+        "filter.lfs.required": "true",
+        "credential.helper": "",
+        "pager.log": "false",
+    }.items():
+        _git(repo, "config", key, value)
+    found = repository_programs(repo, "st")
+    assert found is not None and found.programs == ()
+    assert repository_programs(tmp_path, "status") is None  # not a repository

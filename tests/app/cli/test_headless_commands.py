@@ -223,3 +223,31 @@ async def test_an_unknown_command_is_an_error_naming_the_closest_ones(
     result = await _run(project, agent_env, "--json", "//gret is not a command")
     assert result.returncode == 0, result.stderr.decode()
     assert _user_message(result.stdout) == "/gret is not a command"
+
+
+async def test_a_commands_git_line_asks_when_the_repository_runs_a_script(
+    project: Path, agent_env: dict[str, str], commands: Path
+) -> None:
+    # allowed-tools spares the dialog for `git status`, but not for the fsmonitor the
+    # untrusted repository configured: -p refuses it and says how to go on
+    marker = project.parent / "FSMONITOR-RAN"
+    await anyio.run_process(["git", "init", "-q"], cwd=project)
+    hook = project.parent / "run.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    await anyio.run_process(["git", "config", "core.fsmonitor", str(hook)], cwd=project)
+    (commands / "st.md").write_text(
+        "---\nallowed-tools: Bash(git status:*)\n---\nState: !`git status --short`\n"
+    )
+    result = await _run(project, agent_env, "--json", "/st")
+    assert result.returncode == 3
+    assert result.stderr.decode() == (
+        f"coding-agent: error: /st runs `git status --short` first ({commands / 'st.md'}), and "
+        f"-p/--json asks nobody (this repository's git configuration runs {hook} "
+        "(core.fsmonitor in .git/config)); trust the project (--trust, or /trust in the TUI) "
+        "or allow it with --approve allow\n"
+    )
+    assert not marker.exists()
+    result = await _run(project, agent_env, "--trust", "--json", "/st")
+    assert result.returncode == 0, result.stderr.decode()
+    assert marker.exists()

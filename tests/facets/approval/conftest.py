@@ -51,6 +51,7 @@ class RuleSource:
         scopes: tuple[str, ...] = ("user",),
         problems: tuple[str, ...] = (),
         restrictions: dict[str, str] | None = None,
+        trusted: bool | None = None,
     ) -> None:
         self.files: dict[str, list[tuple[str, str]]] = {
             k: list(v) for k, v in (rules or {}).items()
@@ -60,6 +61,8 @@ class RuleSource:
         self.problems = problems
         self.restrictions = dict(restrictions or {})
         """Claude Code's restrictive switches, each with the file that turned it on."""
+        self.trusted = trusted
+        """Whether the user trusts the project at ``root`` (``None``: not said)."""
 
     def load(self) -> dict[str, Any]:
         rules = [
@@ -73,6 +76,8 @@ class RuleSource:
             found["restrictions"] = dict(self.restrictions)
         if self.root is not None:
             found["root"] = self.root
+        if self.trusted is not None:
+            found["trusted"] = self.trusted
         return found
 
     def add(self, rule: str, kind: str, scope: str) -> str:

@@ -334,9 +334,10 @@ class CommandVerdict(TypedDict):
     deny rule, plan mode); ``why`` says it in a sentence."""
 
     verdict: Literal["run", "ask", "block"]
-    by: Literal["rule", "mode"]
-    """What decided: a rule (an ask rule is not overridden by an allow rule or ``auto``) or
-    the mode."""
+    by: Literal["rule", "mode", "repository"]
+    """What decided: a rule (an ask rule is not overridden by an allow rule or ``auto``), the
+    mode, or the repository (a ``git`` the command runs would run a program its git
+    configuration names: :mod:`.gitconfig`; as an ask rule, only a person overrides it)."""
     why: str
 
 

@@ -189,7 +189,8 @@ class PermissionSource(Protocol):
     ``load()`` returns ``{"root": <project root>, "scopes": [...], "rules": [{"rule", "kind",
     "source", "scope"}, ...], "problems": [...], "restrictions": {...}}``: ``scopes`` are where
     :meth:`add` can write (``"user"``, plus ``"project"`` in a trusted project); ``problems``
-    name files that could not be read; ``restrictions`` (optional) are Claude Code's
+    name files that could not be read; ``trusted`` (optional) is ``True`` when the user trusts
+    the project at ``root`` (:mod:`.gitconfig`); ``restrictions`` (optional) are Claude Code's
     restrictive switches in force, each with the file that turned it on
     (:mod:`.restrictions`). ``add(rule, kind, scope)`` appends a rule to that scope's file and
     returns the file's path; ``remove(rule, kind, source)`` deletes it from the file

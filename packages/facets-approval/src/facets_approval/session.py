@@ -84,6 +84,16 @@ asks every time, and the dialog's request says why (``reason``). The target is r
 :data:`~.guarded.CHECKED_TARGETS_SERVICE` mapping: the tool writes exactly there or fails, so a
 symlink swapped in on the way after the decision cannot redirect the write.
 
+Last, a ``bash`` call that would run without asking (an allow rule, the session's "always"
+answers and ``updatedPermissions``, which are session rules, a turn's ``allowed-tools``,
+``auto`` mode) and runs ``git`` asks when the repository it acts on configured a program git
+would run (``core.fsmonitor = ./run.sh``, a filter, a hook...: :func:`~.gitconfig.git_reason`,
+not in a trusted project's repositories). Like confinement it only turns "run" into "ask", and
+no rule or hook answers it: the reason names the setting, its file and the program. A call
+that runs inside the sandbox (``sandbox`` mode) is not checked: whatever git runs there is
+confined like any command the model could write. ``command_verdict`` (a prompt command's ``!``
+lines) applies the same check to what it or the template's ``allowed-tools`` would let run.
+
 A subagent's memory folder (:mod:`.memory`, named by the task owning its conversation) is its
 own: a read there is never outside the working directories, and an edit there that only the mode
 would ask about runs (guarded names inside the folder still ask; plan mode stays read-only).
@@ -166,6 +176,7 @@ from .contract import (
     check_mode,
     stricter,
 )
+from .gitconfig import git_reason, trusted_root
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .hook_answers import (
     INTERRUPT_KEY,
@@ -479,11 +490,21 @@ class ApprovalInstallation:
             return {"verdict": "ask", "by": "rule", "why": verdict.why}
         if mode == "plan":
             return {"verdict": "block", "by": "mode", "why": "the session is in plan mode"}
+        folder = workspace if isinstance(workspace, str) else None
+        configured = await anyio.to_thread.run_sync(
+            git_reason, command, folder, trusted_root(self.store.source)
+        )
+        if configured is not None:  # a person must allow it (a template's allowed-tools cannot)
+            return {"verdict": "ask", "by": "repository", "why": configured}
+        if verdict.kind != "allow" and mode != "auto":
+            return {
+                "verdict": "ask",
+                "by": "mode",
+                "why": f"no allow rule covers it in {mode} mode",
+            }
         if verdict.kind == "allow":
             return {"verdict": "run", "by": "rule", "why": verdict.why}
-        if mode == "auto":
-            return {"verdict": "run", "by": "mode", "why": "the session is in auto mode"}
-        return {"verdict": "ask", "by": "mode", "why": f"no allow rule covers it in {mode} mode"}
+        return {"verdict": "run", "by": "mode", "why": "the session is in auto mode"}
 
     async def rules(self, ctx: Context) -> tuple[list[RuleEntry], list[str]]:
         """Every rule in force (the session rules and ``autoAllow`` of the conversation
@@ -696,6 +717,15 @@ def install_approval(
             forget = checked(key, real)
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
             forget = checked(key, pinned)
+        runs = action == "run" or (verdict.kind == "allow" and reason is None)
+        if tool == "bash" and runs and done is None and isinstance(arguments, dict):
+            # last: a git the call runs unasked must not run what its repository configured
+            line: Any = arguments.get("command")  # pyright: ignore[reportUnknownMemberType]
+            trusted = trusted_root(store.source)
+            configured = await anyio.to_thread.run_sync(git_reason, line, workspace, trusted)
+            if configured is not None:
+                action, reason = "ask", f"This asks because {configured}."
+                personal = configured
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)

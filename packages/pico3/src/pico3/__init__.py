@@ -52,7 +52,9 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   for every tool and feature; loaded on first use, so ``pathspec`` stays off the import path of a
   process that never walks a tree), :func:`write_atomic`, :func:`fsync_dir`, and :func:`run_git`
   (git for the agent's own purposes, with every program a repository configures switched off:
-  fsmonitor, hooks, filters, diff drivers; also loaded on first use).
+  fsmonitor, hooks, filters, diff drivers; also loaded on first use), and
+  :func:`repository_programs` (:class:`RepositoryPrograms`, :class:`ConfiguredProgram`): the
+  programs a repository's own configuration would make a ``git`` command run.
 * Read-only tools: :func:`stored_writes` decodes the writes of a JSONL session file's bytes
   (either line format) without opening the session.
 
@@ -63,6 +65,10 @@ decodes views (``from pico3 import ViewDecoder``) does not import the harness, t
 turn machinery (nor :mod:`asyncio`), and a worker imports them as it opens its session. Nothing in
 pico3 registers anything at import time (task and entry kinds are registered by the harness that
 uses them), so when a module is imported never changes what it does.
+
+Why one module: it is pico3's public API, one list: the names (``__all__``), the map from each to
+the module defining it (``_LAZY``) and the type checker's imports mirroring it; split, a name
+could be listed without its binding.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
@@ -98,7 +104,7 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
     )
     from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
     from pico3.files import fsync_dir, write_atomic
-    from pico3.git import run_git
+    from pico3.git import ConfiguredProgram, RepositoryPrograms, repository_programs, run_git
     from pico3.handle import HarnessHandle
     from pico3.harness import ConversationHandle, Harness, HarnessOptions
     from pico3.hooks import (
@@ -276,6 +282,7 @@ __all__ = [
     "CompactionStatus",
     "Completion",
     "ConfigRejected",
+    "ConfiguredProgram",
     "ContractFault",
     "ConversationBusy",
     "ConversationHandle",
@@ -336,6 +343,7 @@ __all__ = [
     "ProcessStatus",
     "QueuedInput",
     "ReadAfterWrite",
+    "RepositoryPrograms",
     "RequestHookApi",
     "ResetEntry",
     "ResponseHookApi",
@@ -410,6 +418,7 @@ __all__ = [
     "planted_entries",
     "read_blob",
     "reload",
+    "repository_programs",
     "run_git",
     "sandbox_available",
     "stored_writes",
@@ -589,6 +598,9 @@ _LAZY: dict[str, str] = {
     "SystemSection": "pico3.turn.sections",
     "define_section": "pico3.turn.sections",
     "run_git": "pico3.git",
+    "repository_programs": "pico3.git",
+    "ConfiguredProgram": "pico3.git",
+    "RepositoryPrograms": "pico3.git",
     "IgnoreRules": "pico3.ignore",
     "walk_files": "pico3.ignore",
 }

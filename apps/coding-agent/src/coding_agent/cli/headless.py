@@ -266,6 +266,11 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
+_REPOSITORY_RUNS = "git configuration runs "
+"""Words of the approval feature's reason when a ``git`` the command runs would run a program
+its repository configured (``facets_approval.gitconfig``)."""
+
+
 def _needs(request: dict[str, Any]) -> str:
     """Why the call needed approval: the request's reason (an edit that asks in every mode but
     ``auto``: a file that runs code, a target outside the project), or just that it does."""
@@ -279,6 +284,11 @@ def _needs(request: dict[str, Any]) -> str:
 
 def _remedy(name: str, request: dict[str, Any]) -> str:
     reason = request.get("reason")
+    if isinstance(reason, str) and _REPOSITORY_RUNS in reason:  # facets_approval.gitconfig
+        return (
+            "--approve allow, or trust the project (coding-agent --trust, or /trust in the "
+            "TUI), or approve it in the TUI (its git configuration comes with the project)"
+        )
     if isinstance(reason, str) and "outside the working directories" in reason:
         return "--approve allow or --permission-mode auto (or --add-dir, as above)"
     if isinstance(reason, str) and reason.startswith("This asks because "):

@@ -58,7 +58,7 @@ RunShell = Callable[[str], Awaitable[str]]
 
 CheckCommand = Callable[[str], Awaitable[Any]]
 """What a ``bash`` call of one command would get in the session, asking nobody: the approval
-feature's ``{"verdict": "run"|"ask"|"block", "by": "rule"|"mode", "why"}``."""
+feature's ``{"verdict": "run"|"ask"|"block", "by": "rule"|"mode"|"repository", "why"}``."""
 
 
 class UnknownCommand(Exception):
@@ -171,6 +171,11 @@ async def _check(
         return
     if verdict == "ask" and found.get("by") == "rule":  # only a person (or --approve) overrides
         raise CommandBlocked(f"{head} -p/--json asks nobody ({why}); allow it with --approve allow")
+    if verdict == "ask" and found.get("by") == "repository":  # its git runs a program
+        raise CommandBlocked(
+            f"{head} -p/--json asks nobody ({why}); trust the project (--trust, or /trust in "
+            "the TUI) or allow it with --approve allow"
+        )
     if bash_allowed(template, command):
         return
     ways = (

@@ -147,7 +147,7 @@ class PermissionFiles:
         return decision is not None and decision.trusted, None
 
     def load(self) -> dict[str, Any]:
-        """``{"root", "scopes", "rules", "problems"}`` (see facets-approval's
+        """``{"root", "scopes", "trusted", "rules", "problems"}`` (see facets-approval's
         ``PermissionSource``); read again only when a file or the trust file changed."""
         paths = [*(path for _scope, path in self._files), trust_path(self._env)]
         seen = tuple(_signature(path) for path in paths)
@@ -175,6 +175,7 @@ class PermissionFiles:
         self._loaded = {
             "root": str(self.root),
             "scopes": ["project", "user"] if trusted else ["user"],
+            "trusted": trusted,  # its repositories' git configuration runs without asking
             "rules": rules,
             "problems": problems,
             "restrictions": restrictions(self._claude),

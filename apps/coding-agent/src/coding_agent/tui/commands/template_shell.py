@@ -57,7 +57,8 @@ async def expand_in_tui(
             return None
         if verdict == "run":
             continue
-        by_rule = verdict == "ask" and found.get("by") == "rule"  # only a person overrides it
+        # an ask rule, a repository's git configuration: only a person overrides it
+        by_rule = verdict == "ask" and found.get("by") in ("rule", "repository")
         if by_rule or not bash_allowed(template, command):
             asked.append(command)
     if asked:

@@ -1,0 +1,195 @@
+"""A ``git`` command that runs without asking must not run what the repository configured.
+
+A folder's ``.git`` can come from anyone: an unpacked archive, a shared folder, a repository
+someone prepared. Its ``.git/config`` may say ``core.fsmonitor = ./.hidden/run.sh``, and then
+the most harmless-looking allow rule, ``Bash(git status)``, runs that script: git runs the
+fsmonitor whenever it reads the index. Many settings do the same (filter, diff and merge
+drivers, ``gpg.program``, ``core.sshCommand``, a ``!`` alias, hooks...): pico3 knows them all
+(:data:`pico3.git.PROGRAM_SETTINGS`, :func:`pico3.git.repository_programs`), the same knowledge
+with which it runs the agent's own git with every one of them switched off.
+
+:func:`git_reason` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
+it runs, its wrappers' (``timeout 5 git status``) included, and the repository each one acts
+on: the session's folder, moved by ``-C DIR`` (cumulative, as git does), ``--git-dir``,
+``--work-tree``, and a ``cd DIR`` (or ``pushd``) earlier on the line. Where the line moves is
+only approximated (a ``cd`` in a subshell does not last), so every folder the line may be in
+is checked: the session's and each one a ``cd`` before that ``git`` named. A folder known only
+when the line runs (``cd "$X"``, ``git -C "$X"``) cannot be checked, so it asks.
+
+The answer, when the repository's own configuration (local, worktree, the files they include;
+never the user's global configuration) or its hooks make git run a program, is one sentence
+naming the setting, its file and the program: ``this repository's git configuration runs
+./.hidden/run.sh (core.fsmonitor in .git/config)``. The approval hook then asks instead of
+running (:mod:`.session`); no allow rule and no ``PermissionRequest`` hook can make it run,
+only a person (the dialog offers no standing rule: the question is asked each time). Benign
+values pass: ``core.fsmonitor = true``, git-lfs's filters as ``git lfs install`` writes them,
+``.sample`` hooks.
+
+**A trusted project trusts its git configuration** ("code that comes with a repository runs
+only in folders the user trusts"): a repository inside the project root the permission source
+reports as trusted (``load()["trusted"]``, :class:`~.permissions.PermissionSource`) is not
+checked; one elsewhere (``git -C /tmp/other status``) still is.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pico3 import ConfiguredProgram, repository_programs
+
+from .guarded import path_within
+from .shell import CommandAnalysis, analyse_command
+
+__all__ = ["GitTarget", "git_reason", "git_targets", "trusted_root"]
+
+_VALUED = frozenset({"--namespace", "--super-prefix", "--list-cmds", "--config-env", "-c"})
+"""git's own options that take the next word as their value (and choose no repository)."""
+
+_SHOWN = 3
+"""How many programs a reason names before it says how many more."""
+
+
+@dataclass(frozen=True, slots=True)
+class GitTarget:
+    """One ``git`` a command line runs: where (``None``: a folder known only when it runs),
+    with which repository-choosing options, and its subcommand (``None``: none, or unknown)."""
+
+    folder: str | None
+    options: tuple[str, ...]
+    command: str | None
+
+
+def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
+    """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs)."""
+    args = [w for w in words[1:] if w is None or not w.startswith("-") or w == "-"]
+    if folder is None:
+        return None
+    if not args:
+        return os.path.expanduser("~")
+    target = args[0]
+    if target is None or target == "-":
+        return None
+    return os.path.normpath(os.path.join(folder, os.path.expanduser(target)))
+
+
+def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
+    """The :class:`GitTarget` of ``git <args>`` started in ``folder``."""
+    options: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word is None:
+            return GitTarget(None, (), None)
+        if not word.startswith("-"):
+            return GitTarget(folder, tuple(options), word)
+        name, equals, value = word.partition("=")
+        if name in ("--git-dir", "--work-tree") or word == "-C":
+            given: str | None = value
+            if not equals:
+                index += 1
+                given = args[index] if index < len(args) else None
+            if given is None or folder is None:
+                return GitTarget(None, (), None)
+            path = os.path.join(folder, os.path.expanduser(given))
+            if word == "-C":
+                folder = os.path.normpath(path)
+            else:
+                options.append(f"{name}={os.path.normpath(path)}")
+        elif word == "--bare":
+            options.append(word)
+        elif word in _VALUED:
+            index += 1
+        index += 1
+    return GitTarget(folder, tuple(options), None)
+
+
+def _commands(analysis: CommandAnalysis) -> Iterator[tuple[str | None, ...]]:
+    for part in analysis.parts:
+        yield part.words
+        yield from part.runs
+
+
+def git_targets(command: str, workspace: str) -> list[GitTarget]:
+    """Every ``git`` ``command`` runs, once for each folder it may run in (see the module
+    docstring), in order."""
+    analysis = analyse_command(command)
+    folders: list[str | None] = [workspace]
+    found: dict[GitTarget, None] = {}
+    for words in _commands(analysis):
+        name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
+        if name in ("cd", "pushd"):
+            moved = _cd(words, folders[-1])
+            folders.append(moved)
+        elif name == "git":
+            for folder in dict.fromkeys(folders):
+                found[_git(words[1:], folder)] = None
+    return list(found)
+
+
+def _located(program: ConfiguredProgram, folder: str) -> ConfiguredProgram:
+    """``program`` with its file and path made absolute (relative ones are to ``folder``)."""
+    origin, path = (os.path.join(folder, p) for p in (program.origin, program.program))
+    shown = path if os.path.lexists(path) else program.program  # a command, not a file
+    return replace(program, origin=origin, program=shown)
+
+
+def trusted_root(source: Any) -> str | None:
+    """The project root when the permission source (:class:`~.permissions.PermissionSource`)
+    says the user trusts that project (``trusted``), else ``None``: without a source, or one
+    that cannot be read, nothing is trusted."""
+    try:
+        loaded = source.load() if source is not None else {}
+    except Exception:  # a source must never stop a decision; the rules report it
+        return None
+    root = loaded.get("root")
+    return root if loaded.get("trusted") is True and isinstance(root, str) else None
+
+
+def _names(programs: list[ConfiguredProgram]) -> str:
+    shown = [str(p) for p in programs[:_SHOWN]]
+    more = len(programs) - _SHOWN
+    if more > 0:
+        shown.append(f"{more} more")
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def git_reason(command: object, workspace: str | None, trusted_root: str | None) -> str | None:
+    """Why the ``bash`` ``command`` must ask although it would run without asking: the
+    programs the repository its ``git`` acts on configured (``None``: nothing, or no ``git``).
+    ``workspace`` is the session's folder (the command's starting folder); a repository inside
+    ``trusted_root`` (the trusted project's root, else ``None``) is not checked. Blocking (it
+    runs ``git config``): call it in a worker thread."""
+    if not isinstance(command, str):
+        return None
+    start = workspace if workspace is not None else os.getcwd()
+    programs: list[ConfiguredProgram] = []
+    for target in git_targets(command, start):
+        if target.command is None and target.folder is not None:
+            continue  # `git --version`, `git -C x`: runs no subcommand, nothing configured
+        if target.folder is None or target.command is None:
+            return (
+                "it runs git in a folder known only when it runs, so that repository's "
+                "configuration (which can make git run programs) cannot be checked"
+            )
+        try:
+            found = repository_programs(target.folder, target.command, options=target.options)
+        except FileNotFoundError:
+            return None  # no git here: nothing runs
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"the git configuration of {target.folder} could not be read ({error})"
+        if found is None or not found.programs:
+            continue
+        if trusted_root is not None and path_within(found.folder, os.path.realpath(trusted_root)):
+            continue  # a trusted project's repository: its configuration is trusted with it
+        if found.folder != os.path.realpath(start):  # another repository: say which
+            named = [_located(p, found.folder) for p in found.programs]
+        else:
+            named = list(found.programs)
+        programs += [p for p in named if p not in programs]
+    if not programs:
+        return None
+    return f"this repository's git configuration runs {_names(programs)}"

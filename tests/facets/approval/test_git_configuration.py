@@ -1,0 +1,408 @@
+"""A ``git`` command that would run without asking asks when its repository's own git
+configuration names a program (facets_approval.gitconfig), over a real harness.
+
+Each repository is real (``git init`` in ``tmp_path``) and its trap is a script that leaves a
+marker file; the ``bash`` tool really runs the command (``bash -c`` in the repository), so
+"nothing ran" is a fact on disk. After each refusal the test runs the same command itself to
+prove the trap was armed. The rules come from an in-memory permission source
+(``kit.RuleSource``), as in the neighbouring tests; the real worker and binary are exercised in
+tests/app/worker/test_git_configuration.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+
+from chord.context import BACKGROUND, Context
+from facets_approval.gitconfig import git_reason
+from facets_approval.session import ApprovalInstallation, install_approval
+from pico3.harness import ConversationHandle, Harness, HarnessOptions
+from pico3.models.faux import FauxProvider, FauxStep, faux_response, faux_tool_call
+from pico3.storage import MemoryStorage
+from pico3.tools import ToolDeclaration, ToolResult
+from pico3.turn.models import Models
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+]
+
+MODEL = {"provider": "faux", "modelId": "faux-1"}
+QUIET = {
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+"""Commits without a user's identity; the user's global configuration left out of the trap."""
+
+
+@pytest.fixture(autouse=True)
+def _no_global_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in QUIET.items():
+        monkeypatch.setenv(name, value)
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+
+def script(root: Path, name: str, body: str = "") -> str:
+    """A script that leaves ``<root>/markers/<name>`` when it runs; its path."""
+    markers = root / "markers"
+    markers.mkdir(exist_ok=True)
+    path = root / f"{name}.sh"
+    path.write_text(f"#!/bin/sh\ntouch {markers / name}\n{body}")
+    path.chmod(0o755)
+    return str(path)
+
+
+def markers(root: Path) -> list[str]:
+    folder = root / "markers"
+    return sorted(os.listdir(folder)) if folder.exists() else []
+
+
+def repository(root: Path) -> Path:
+    """A committed repository with a tracked ``a.txt``."""
+    repo = root / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", ".")
+    (repo / "a.txt").write_text("hello\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "init")
+    return repo
+
+
+def bash(repo: Path) -> ToolDeclaration:
+    """The ``bash`` tool: ``bash -c <command>`` in the repository, really."""
+
+    async def execute(args: dict[str, Any], api: Any, ctx: Context) -> ToolResult:
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                ["bash", "-c", args["command"]], cwd=repo, capture_output=True, check=False
+            )
+        )
+        return ToolResult.text(f"exit {done.returncode}")
+
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+    return ToolDeclaration("bash", "Run a command.", schema, execute)
+
+
+def calls(*commands: str) -> FauxStep:
+    return faux_response(
+        *(faux_tool_call("bash", {"command": c}, id=f"call-{i}") for i, c in enumerate(commands))
+    )
+
+
+class Asked:
+    """The dialog: records each request and answers with ``answer(request)`` (deny unless
+    told otherwise)."""
+
+    def __init__(self, answer: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self._answer = answer or (lambda _request: {"decision": "deny", "by": "tui"})
+
+    async def __call__(self, request: Any, ctx: Context) -> Any:
+        self.requests.append(request)
+        return self._answer(request)
+
+
+@asynccontextmanager
+async def harness(
+    repo: Path, script_steps: Sequence[FauxStep], source: Any, asked: Asked
+) -> AsyncIterator[tuple[ConversationHandle, ApprovalInstallation]]:
+    services = {
+        "models": Models([FauxProvider(script_steps)]),
+        "workspace": str(repo),
+        "permission_rules": source,
+    }
+    h = await Harness.open(MemoryStorage(), HarnessOptions(services=services), BACKGROUND)
+    async with h:
+        h.register_tool(bash(repo))
+        installation = install_approval(h, asked)
+        try:
+            await h.resume(BACKGROUND)
+            root = await h.root(BACKGROUND)
+            await root.set_config({"model": MODEL, "selectedTools": ["bash"]}, BACKGROUND)
+            yield root, installation
+        finally:
+            installation()
+
+
+async def run(root: ConversationHandle, text: str = "go") -> list[str]:
+    """Send ``text``, wait for the turn; the tool results' texts, oldest first."""
+    handle = await root.send(text, BACKGROUND)
+    with anyio.fail_after(60):
+        await handle.wait(BACKGROUND)
+    entries = await root.entries(BACKGROUND, limit=100)
+    return [
+        e.model[0]["content"][0]["text"]  # pyright: ignore[reportUnknownMemberType, reportIndexIssue]
+        for e in reversed(entries)  # newest first
+        if e.kind == "pi.tool_result"
+    ]
+
+
+def allow(*rules: str, **options: Any) -> Any:
+    return lambda kit: kit.RuleSource(
+        {"user/config.toml": [("allow", r) for r in rules]}, **options
+    )
+
+
+# -- the traps, one per family of settings -------------------------------------------------------
+def fsmonitor(root: Path, repo: Path) -> str:
+    git(repo, "config", "core.fsmonitor", script(root, "fsmonitor"))
+    return "git status"
+
+
+def textconv(root: Path, repo: Path) -> str:
+    (repo / ".gitattributes").write_text("*.txt diff=evil\n")
+    git(repo, "config", "diff.evil.textconv", script(root, "textconv", 'cat "$1"\n'))
+    (repo / "a.txt").write_text("changed\n")
+    return "git diff"
+
+
+def filter_driver(root: Path, repo: Path) -> str:
+    (repo / ".gitattributes").write_text("*.txt filter=evil\n")
+    git(repo, "config", "filter.evil.clean", script(root, "clean", "cat\n"))
+    stamp = (repo / "a.txt").stat()  # same size, newer time: status must hash (filter) it
+    os.utime(repo / "a.txt", ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 10**10))
+    return "git status"
+
+
+def shell_alias(root: Path, repo: Path) -> str:
+    git(repo, "config", "alias.st", f"!{script(root, 'alias')}")
+    return "git st"
+
+
+def included(root: Path, repo: Path) -> str:
+    other = root / "other.config"
+    other.write_text(f"[core]\n\tfsmonitor = {script(root, 'included')}\n")
+    git(repo, "config", "include.path", str(other))
+    return "git status"
+
+
+def commit_hook(root: Path, repo: Path) -> str:
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    shutil.copy(script(root, "hook"), hook)
+    return "git commit --allow-empty -m x"
+
+
+def gitdir_file(root: Path, repo: Path) -> str:
+    elsewhere = root / "elsewhere.git"
+    shutil.move(repo / ".git", elsewhere)
+    (repo / ".git").write_text(f"gitdir: {elsewhere}\n")
+    git(repo, "config", "core.fsmonitor", script(root, "elsewhere"))
+    return "git status"
+
+
+TRAPS = [fsmonitor, textconv, filter_driver, shell_alias, included, commit_hook, gitdir_file]
+
+
+@pytest.mark.parametrize("trap", TRAPS, ids=[t.__name__ for t in TRAPS])
+async def test_an_allowed_git_command_asks_when_the_repository_configured_a_program(
+    kit: Any, tmp_path: Path, trap: Callable[[Path, Path], str]
+) -> None:
+    repo = repository(tmp_path)
+    command = trap(tmp_path, repo)
+    asked = Asked()
+    source = kit.RuleSource({"user/config.toml": [("allow", f"Bash({command})")]})
+    async with harness(repo, [calls(command), faux_response("done")], source, asked) as (root, _):
+        results = await run(root)
+    (request,) = asked.requests
+    reason = request["reason"]
+    assert reason.startswith("This asks because this repository's git configuration runs ")
+    assert "rule" not in request  # no standing rule is offered: asked every time
+    assert results == ["Tool call blocked: the user denied this call"]
+    assert markers(tmp_path) == []  # nothing ran
+    await anyio.run_process(["bash", "-c", command], cwd=repo, check=False)
+    assert markers(tmp_path) != []  # ...though the trap was armed
+
+
+async def test_the_reason_names_the_setting_the_file_and_the_program(
+    kit: Any, tmp_path: Path
+) -> None:
+    repo = repository(tmp_path)
+    (repo / ".hidden").mkdir()
+    shutil.copy(script(tmp_path, "fsmonitor"), repo / ".hidden" / "run.sh")
+    git(repo, "config", "core.fsmonitor", "./.hidden/run.sh")
+    asked = Asked()
+    source = allow("Bash(git status)")(kit)
+    async with harness(repo, [calls("git status"), faux_response("ok")], source, asked) as (r, _):
+        await run(r)
+    (request,) = asked.requests
+    assert request["reason"] == (
+        "This asks because this repository's git configuration runs ./.hidden/run.sh "
+        "(core.fsmonitor in .git/config)."
+    )
+    assert markers(tmp_path) == []
+
+
+async def test_a_trusted_project_runs_its_repositorys_configuration(
+    kit: Any, tmp_path: Path
+) -> None:
+    repo = repository(tmp_path)
+    fsmonitor(tmp_path, repo)
+    asked = Asked()
+    source = allow("Bash(git status)", root=str(repo), trusted=True)(kit)
+    async with harness(repo, [calls("git status"), faux_response("ok")], source, asked) as (r, _):
+        assert await run(r) == ["exit 0"]
+    assert asked.requests == []
+    assert markers(tmp_path) == ["fsmonitor"]
+
+
+async def test_trust_covers_the_project_only_not_a_repository_elsewhere(
+    kit: Any, tmp_path: Path
+) -> None:
+    repo = repository(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q", ".")
+    git(other, "config", "core.fsmonitor", script(tmp_path, "other"))
+    command = f"git -C {other} status"
+    asked = Asked()
+    source = allow(f"Bash({command})", root=str(repo), trusted=True)(kit)
+    async with harness(repo, [calls(command), faux_response("ok")], source, asked) as (r, _):
+        await run(r)
+    (request,) = asked.requests
+    assert f"(core.fsmonitor in {other}/.git/config)" in request["reason"]
+    assert markers(tmp_path) == []
+
+
+async def test_auto_mode_asks_too(kit: Any, tmp_path: Path) -> None:
+    repo = repository(tmp_path)
+    fsmonitor(tmp_path, repo)
+    asked = Asked()
+    source = kit.RuleSource()
+    steps = [calls("git status"), faux_response("ok")]
+    async with harness(repo, steps, source, asked) as (root, installation):
+        await installation.set_mode("auto", BACKGROUND)
+        await run(root)
+    assert len(asked.requests) == 1
+    assert markers(tmp_path) == []
+
+
+async def test_an_always_answer_does_not_cover_a_configuration_added_later(
+    kit: Any, tmp_path: Path
+) -> None:
+    # The session rule the dialog kept for a plain repository ("always") allows the next call
+    # by rule; the fsmonitor armed in between makes it ask again.
+    repo = repository(tmp_path)
+
+    def always(request: dict[str, Any]) -> dict[str, Any]:
+        if "rule" in request:
+            return {"decision": "allow", "rule": request["rule"], "scope": "session", "by": "tui"}
+        return {"decision": "deny", "by": "tui"}
+
+    asked = Asked(always)
+    steps = [calls("git status"), faux_response("one"), calls("git status"), faux_response("two")]
+    async with harness(repo, steps, kit.RuleSource(), asked) as (root, _):
+        assert await run(root, "one") == ["exit 0"]
+        assert asked.requests[0]["rule"] == "Bash(git status:*)"
+        fsmonitor(tmp_path, repo)
+        results = await run(root, "two")
+    assert len(asked.requests) == 2
+    assert "core.fsmonitor in .git/config" in asked.requests[1]["reason"]
+    assert results[-1] == "Tool call blocked: the user denied this call"
+    assert markers(tmp_path) == []
+
+
+def benign_fsmonitor(root: Path, repo: Path) -> None:
+    git(repo, "config", "core.fsmonitor", "false")
+
+
+def lfs_filters(root: Path, repo: Path) -> None:
+    for key, value in {
+        "filter.lfs.clean": "git-lfs clean -- %f",
+        "filter.lfs.smudge": "git-lfs smudge -- %f",
+        "filter.lfs.process": "git-lfs filter-process",
+        "filter.lfs.required": "true",
+    }.items():
+        git(repo, "config", key, value)
+
+
+def plain(root: Path, repo: Path) -> None:
+    pass
+
+
+BENIGN = [benign_fsmonitor, lfs_filters, plain]
+
+
+@pytest.mark.parametrize("setup", BENIGN, ids=[b.__name__ for b in BENIGN])
+async def test_an_ordinary_repository_runs_without_a_question(
+    kit: Any, tmp_path: Path, setup: Callable[[Path, Path], None]
+) -> None:
+    repo = repository(tmp_path)
+    setup(tmp_path, repo)
+    asked = Asked()
+    source = allow("Bash(git status)", "Bash(git log:*)")(kit)
+    steps = [calls("git status", "git log --oneline"), faux_response("ok")]
+    async with harness(repo, steps, source, asked) as (root, _):
+        assert await run(root) == ["exit 0", "exit 0"]
+    assert asked.requests == []
+
+
+async def test_a_prompt_commands_line_asks_as_a_bash_call_would(kit: Any, tmp_path: Path) -> None:
+    repo = repository(tmp_path)
+    fsmonitor(tmp_path, repo)
+    source = allow("Bash(git status)")(kit)
+    async with harness(repo, [], source, Asked()) as (_root, installation):
+        found = await installation.command_verdict("git status", BACKGROUND)
+        plain_log = await installation.command_verdict("ls", BACKGROUND)
+    assert found["verdict"] == "ask"
+    assert found["by"] == "repository"
+    assert "core.fsmonitor in .git/config" in found["why"]
+    assert plain_log["verdict"] == "ask"  # no rule covers it: the mode asks, as before
+
+
+@pytest.mark.parametrize(
+    ("command", "where"),
+    [
+        ("cd sub && git status", "sub"),
+        ("git -C sub status", "sub"),
+        ("git --git-dir=sub/.git status", "sub"),
+        ("timeout 5 git status", "."),
+    ],
+)
+def test_the_repository_is_found_where_the_command_moves(
+    tmp_path: Path, command: str, where: str
+) -> None:
+    top = tmp_path / "top"
+    top.mkdir()
+    sub = top / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q", ".")
+    git(sub if where == "sub" else top, "init", "-q", ".")
+    armed = sub if where == "sub" else top
+    git(armed, "config", "core.fsmonitor", "./run.sh")
+    reason = git_reason(command, str(top), None)
+    assert reason is not None and "./run.sh (core.fsmonitor in" in reason
+
+
+def test_a_folder_known_only_when_it_runs_asks(tmp_path: Path) -> None:
+    reason = git_reason('cd "$X" && git status', str(tmp_path), None)
+    assert reason is not None and "known only when it runs" in reason
+    assert git_reason("echo git", str(tmp_path), None) is None  # no git runs
+
+
+def test_worktree_configuration_and_a_quoted_git_are_seen(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", ".")
+    git(tmp_path, "config", "extensions.worktreeConfig", "true")
+    git(tmp_path, "config", "--worktree", "core.fsmonitor", "./evil.sh")
+    for command in ("git status", "g\\it status", '"git" status', "/usr/bin/git log"):
+        assert git_reason(command, str(tmp_path), None) == (
+            "this repository's git configuration runs ./evil.sh "
+            "(core.fsmonitor in .git/config.worktree)"
+        ), command
+    assert git_reason("git status", str(tmp_path), str(tmp_path)) is None  # trusted
