@@ -80,7 +80,8 @@ async def test_an_allowed_git_status_asks_where_the_repository_runs_a_script(
     request: Any = dialog.request
     assert request["reason"] == (
         "This asks because this repository's git configuration runs ./.hidden/run.sh "
-        "(core.fsmonitor in .git/config)."
+        "(core.fsmonitor in .git/config). Trusting the project (/trust) lets its git "
+        "configuration run unasked."
     )
     assert result == "Tool call blocked: denied by test"
     assert not marker.exists()

@@ -244,7 +244,8 @@ async def test_the_reason_names_the_setting_the_file_and_the_program(
     (request,) = asked.requests
     assert request["reason"] == (
         "This asks because this repository's git configuration runs ./.hidden/run.sh "
-        "(core.fsmonitor in .git/config)."
+        "(core.fsmonitor in .git/config). Trusting the project (/trust) lets its git "
+        "configuration run unasked."
     )
     assert markers(tmp_path) == []
 

@@ -724,7 +724,13 @@ def install_approval(
             trusted = trusted_root(store.source)
             configured = await anyio.to_thread.run_sync(git_reason, line, workspace, trusted)
             if configured is not None:
-                action, reason = "ask", f"This asks because {configured}."
+                action, reason = (
+                    "ask",
+                    (
+                        f"This asks because {configured}. Trusting the project (/trust) lets "
+                        "its git configuration run unasked."
+                    ),
+                )
                 personal = configured
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done

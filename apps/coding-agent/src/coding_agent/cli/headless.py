@@ -278,6 +278,8 @@ def _needs(request: dict[str, Any]) -> str:
     if isinstance(reason, str) and reason.startswith("This asks in every mode but auto: "):
         return "it needs approval in every mode but auto: " + reason.split(": ", 1)[1].rstrip(".")
     if isinstance(reason, str) and reason.startswith("This asks because "):  # an ask rule
+        # (a repository's git configuration: the dialog's hint on /trust, said again below)
+        reason = reason.split(". Trusting the project (/trust)", 1)[0]
         return "it needs approval: " + reason.removeprefix("This asks because ").rstrip(".")
     return "it needs approval"
 
