@@ -39,7 +39,7 @@ async def test_a_plugins_commands_are_in_the_palette_and_expand(
         seen["commands"] = set(app.tui.commands)
         await pilot.press(*"/example-plugin:ex")
         await kit.wait_for(pilot, lambda: app.editor.palette.display, "the palette")
-        seen["rows"] = [(s.label, s.description) for s in app.editor.palette.suggestions]
+        seen["rows"] = [(s.label, s.hint, s.description) for s in app.editor.palette.suggestions]
         await pilot.press("tab", *"hello there", "enter")
         await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
         seen["user"] = [
@@ -51,9 +51,10 @@ async def test_a_plugins_commands_are_in_the_palette_and_expand(
     assert {"example-plugin:example-command", "example-command", "example-plugin:help"} <= seen[
         "commands"
     ]
-    label, description = seen["rows"][0]
+    label, hint, description = seen["rows"][0]
     assert label == "/example-plugin:example-command"
-    assert description.startswith("<required-arg> [optional-arg]  An example slash command")
+    assert hint == "<required-arg> [optional-arg]"
+    assert description.startswith("An example slash command")
     (sent,) = seen["user"]
     text = sent if isinstance(sent, str) else sent[0]["text"]
     assert "The user invoked this command with: hello there" in text
