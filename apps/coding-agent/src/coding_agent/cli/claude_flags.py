@@ -5,7 +5,10 @@ A Claude Code user's scripts and muscle memory bring its flags (``--output-forma
 are this command line's own too, with Claude Code's shapes and meaning
 (:mod:`coding_agent.cli.claude_output`). The permission modes that mean the same
 here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptEdits`` is
-``accept-edits``, ``default`` is ``ask``); every other flag of Claude Code's that this command
+``accept-edits``, ``default`` is ``ask``), and so are the run-scoped flags ``--allowedTools``,
+``--disallowedTools``, ``--system-prompt``, ``--append-system-prompt`` (and their ``-file``
+forms), ``--mcp-config`` and ``--strict-mcp-config``
+(:mod:`coding_agent.settings.run_options`); every other flag of Claude Code's that this command
 line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
 differently, such as another JSON shape or more authority than the user typed.
@@ -32,28 +35,8 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
     "not read",
     "--include-partial-messages": "--json streams every event as it happens",
-    "--allowedTools": "allow rules in permissions.allow of ~/.claude/settings.json or "
-    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
-    "--allowed-tools": "allow rules in permissions.allow of ~/.claude/settings.json or "
-    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
-    "--disallowedTools": "deny rules in permissions.deny of ~/.claude/settings.json or "
-    "[permissions] deny of config.toml",
-    "--disallowed-tools": "deny rules in permissions.deny of ~/.claude/settings.json or "
-    "[permissions] deny of config.toml",
     "--tools": "deny rules in permissions.deny of ~/.claude/settings.json for the tools to "
     "leave out",
-    "--system-prompt": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces the "
-    "base prompt",
-    "--system-prompt-file": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces "
-    "the base prompt",
-    "--append-system-prompt": "APPEND_SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ "
-    "is added after the base prompt",
-    "--append-system-prompt-file": "APPEND_SYSTEM.md in .coding-agent/ or "
-    "~/.config/coding-agent/ is added after the base prompt",
-    "--mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
-    "project's .mcp.json and ~/.claude.json",
-    "--strict-mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
-    "project's .mcp.json and ~/.claude.json",
     "--settings": "settings are read from ~/.claude/settings.json, a trusted project's "
     ".claude/settings.json and config.toml (coding-agent config shows them)",
     "--agents": "agent definitions go in ~/.claude/agents/ or a trusted project's .claude/agents/",

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from coding_agent.cli.interrupt import Interrupt
     from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
     from coding_agent.settings.config import EffectiveConfig
+    from coding_agent.settings.run_options import RunFlags
 
 __all__ = [
     "SUBCOMMANDS",
@@ -360,12 +361,100 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
+    _add_run_flags(parser)
     _add_server_client_flags(parser, suppress=False)
     parser.add_argument(
         "--server",
         metavar="tcp://HOST:PORT[/SESSION]",
         help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
     )
+
+
+def _add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """Claude Code's run-scoped flags (:mod:`coding_agent.settings.run_options`): this run only,
+    never stored."""
+    for flags, dest, kind in (
+        (("--allowedTools", "--allowed-tools"), "allowed_tools", "allow"),
+        (("--disallowedTools", "--disallowed-tools"), "disallowed_tools", "deny"),
+    ):
+        parser.add_argument(
+            *flags,
+            dest=dest,
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="RULE",
+            help=f"{kind} rules for this run only (Bash(npm test:*), Edit, mcp__github; "
+            "separate words, or commas/spaces in one), listed by /permissions as 'command line'",
+        )
+    parser.add_argument(
+        "--system-prompt", metavar="TEXT", help="this run's system prompt (replaces the base one "
+        "and SYSTEM.md)"
+    )  # fmt: skip
+    parser.add_argument("--system-prompt-file", metavar="FILE", help="--system-prompt from FILE")
+    parser.add_argument(
+        "--append-system-prompt", metavar="TEXT", help="text added after the system prompt "
+        "(after APPEND_SYSTEM.md's), this run only"
+    )  # fmt: skip
+    parser.add_argument(
+        "--append-system-prompt-file", metavar="FILE", help="--append-system-prompt from FILE"
+    )
+    parser.add_argument(
+        "--mcp-config",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE_OR_JSON",
+        help='MCP servers for this run ({"mcpServers": {...}}, a file or the JSON itself); they '
+        "start without the project's approval",
+    )
+    parser.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="only the servers of --mcp-config (no configured ones)",
+    )
+
+
+def _run_flags(args: argparse.Namespace) -> RunFlags | None:
+    """The run-scoped flags of ``args`` (files made absolute), checked: what cannot be read is a
+    usage error (one line), as is a flag where no session starts here. ``None``: none given."""
+    names = ("allowed_tools", "disallowed_tools", "system_prompt", "system_prompt_file")
+    names += ("append_system_prompt", "append_system_prompt_file", "mcp_config")
+    if not any(getattr(args, name) not in (None, []) for name in names) and not (
+        args.strict_mcp_config
+    ):
+        return None
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.run_options import RunFlags, RunOptionsError, split_rules
+
+    def absolute(file: str | None) -> str | None:
+        return None if file is None else str(Path(file).expanduser().resolve())
+
+    mcp = [
+        value if value.lstrip().startswith("{") else str(Path(value).expanduser().resolve())
+        for value in args.mcp_config
+    ]
+    flags = RunFlags(
+        allowed=split_rules(args.allowed_tools),
+        disallowed=split_rules(args.disallowed_tools),
+        system_prompt=args.system_prompt,
+        system_prompt_file=absolute(args.system_prompt_file),
+        append_system_prompt=args.append_system_prompt,
+        append_system_prompt_file=absolute(args.append_system_prompt_file),
+        mcp_config=tuple(mcp),
+        strict_mcp_config=args.strict_mcp_config,
+    )
+    elsewhere = getattr(args, "command", None) in SUBCOMMANDS or getattr(args, "server", None)
+    if elsewhere:
+        _usage_exit(
+            f"{', '.join(flags.names())}: for a session started here (the TUI, -p, --json, "
+            "--continue, --resume), this run only"
+        )
+    try:
+        flags.resolve()
+    except RunOptionsError as error:
+        _usage_exit(str(error))
+    return flags
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -605,13 +694,21 @@ async def _run_tui(
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
 
+    if args.run is not None and session.worker_running():
+        raise _UsageError(
+            f"{', '.join(args.run.names())} apply to a worker this command starts, and session "
+            f"{session.id} is served by a running one already (another TUI, or one lingering): "
+            f"stop it (coding-agent attach {session.id}, then /stop), or start without them"
+        )
     # The worker reads its launch settings from session.json; only the explicit choices that
-    # change the conversation (model, thinking level, permission mode) go on its command line.
+    # change the conversation (model, thinking level, permission mode) go on its command line,
+    # and Claude Code's run-scoped flags (--allowedTools...), which are stored nowhere.
     supervisor = WorkerSupervisor(
         session,
         model=args.model,
         thinking=args.thinking,
         permission_mode=args.permission_mode,
+        run=args.run,
     )
     # Spawned first, so the worker starts while this process imports the TUI and paints it;
     # the TUI takes typing at once and sends what was typed as soon as the worker serves.
@@ -643,7 +740,12 @@ async def _run_tui(
         raise _Failure(message) from None
     session = run.session or session  # /resume may have switched to another session
     again = f"{resume_prefix()} --resume {session.id}"
-    if run.stopped:
+    if args.run is not None and not run.stopped_elsewhere:  # supervisor.release stopped it
+        print(
+            f"Session {session.id} stopped with this run ({', '.join(args.run.names())} end "
+            f"with it) — continue it with: {again}"
+        )
+    elif run.stopped:
         print(f"Session {session.id} stopped — continue it with: {again}")
     elif run.stopped_elsewhere:
         print(
@@ -759,7 +861,11 @@ async def _run_headless(
     for warning in session.settings.gone_add_dirs():  # (the TUI shows them as notices)
         print(f"coding-agent: warning: {warning}", file=sys.stderr)
     config = session_worker_config(
-        session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
+        session,
+        model=args.model,
+        thinking=args.thinking,
+        permission_mode=args.permission_mode,
+        run=args.run,
     )
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
@@ -775,6 +881,7 @@ async def _run_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
             thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
+            run=args.run,
         )  # fmt: skip
 
     def unanswered() -> None:
@@ -1136,7 +1243,7 @@ def _value_options(parser: argparse.ArgumentParser) -> frozenset[str]:
     return frozenset(
         option
         for action in parser._actions  # argparse has no public list of them
-        if action.nargs in (None, "?") and action.dest not in ("prompt", "json")
+        if action.nargs in (None, "?", "+") and action.dest not in ("prompt", "json")
         for option in action.option_strings
     )
 
@@ -1166,6 +1273,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     _check_claude_output(args, headless)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
+    args.run = _run_flags(args)
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:
