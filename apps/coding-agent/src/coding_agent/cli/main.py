@@ -41,6 +41,10 @@
                                        (and .coding-agent/config.toml) load only when it is trusted
     --thinking LEVEL                   the thinking level (off, minimal, low, medium, high, xhigh)
     --linger SECONDS                   how long the worker stays with no TUI and nothing running
+    --allowedTools RULE... --disallowedTools RULE... --system-prompt[-file] X
+    --append-system-prompt[-file] X --mcp-config FILE_OR_JSON... --strict-mcp-config
+                                       Claude Code's run-scoped flags: this run only, stored
+                                       nowhere (:mod:`coding_agent.settings.run_options`)
 
 Launch settings (model, thinking level, permission mode, tool calling, --dev, --facets-dir,
 --faux-script, linger, the trust decision) are stored with the session
@@ -81,7 +85,12 @@ from coding_agent.cli.argv import (
     split_wait_value,
     wait_seconds,
 )
-from coding_agent.cli.claude_flags import claude_flag_hint, permission_mode
+from coding_agent.cli.claude_flags import (
+    add_run_flags,
+    claude_flag_hint,
+    permission_mode,
+    run_flags,
+)
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -91,7 +100,6 @@ if TYPE_CHECKING:
     from coding_agent.cli.interrupt import Interrupt
     from coding_agent.session_files.folders import LaunchSettings, Session, SessionError
     from coding_agent.settings.config import EffectiveConfig
-    from coding_agent.settings.run_options import RunFlags
 
 __all__ = [
     "SUBCOMMANDS",
@@ -361,100 +369,13 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
-    _add_run_flags(parser)
+    add_run_flags(parser)
     _add_server_client_flags(parser, suppress=False)
     parser.add_argument(
         "--server",
         metavar="tcp://HOST:PORT[/SESSION]",
         help="-p/--json: run the prompt on a coding-agent serve (a new session, or SESSION)",
     )
-
-
-def _add_run_flags(parser: argparse.ArgumentParser) -> None:
-    """Claude Code's run-scoped flags (:mod:`coding_agent.settings.run_options`): this run only,
-    never stored."""
-    for flags, dest, kind in (
-        (("--allowedTools", "--allowed-tools"), "allowed_tools", "allow"),
-        (("--disallowedTools", "--disallowed-tools"), "disallowed_tools", "deny"),
-    ):
-        parser.add_argument(
-            *flags,
-            dest=dest,
-            nargs="+",
-            action="extend",
-            default=[],
-            metavar="RULE",
-            help=f"{kind} rules for this run only (Bash(npm test:*), Edit, mcp__github; "
-            "separate words, or commas/spaces in one), listed by /permissions as 'command line'",
-        )
-    parser.add_argument(
-        "--system-prompt", metavar="TEXT", help="this run's system prompt (replaces the base one "
-        "and SYSTEM.md)"
-    )  # fmt: skip
-    parser.add_argument("--system-prompt-file", metavar="FILE", help="--system-prompt from FILE")
-    parser.add_argument(
-        "--append-system-prompt", metavar="TEXT", help="text added after the system prompt "
-        "(after APPEND_SYSTEM.md's), this run only"
-    )  # fmt: skip
-    parser.add_argument(
-        "--append-system-prompt-file", metavar="FILE", help="--append-system-prompt from FILE"
-    )
-    parser.add_argument(
-        "--mcp-config",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="FILE_OR_JSON",
-        help='MCP servers for this run ({"mcpServers": {...}}, a file or the JSON itself); they '
-        "start without the project's approval",
-    )
-    parser.add_argument(
-        "--strict-mcp-config",
-        action="store_true",
-        help="only the servers of --mcp-config (no configured ones)",
-    )
-
-
-def _run_flags(args: argparse.Namespace) -> RunFlags | None:
-    """The run-scoped flags of ``args`` (files made absolute), checked: what cannot be read is a
-    usage error (one line), as is a flag where no session starts here. ``None``: none given."""
-    names = ("allowed_tools", "disallowed_tools", "system_prompt", "system_prompt_file")
-    names += ("append_system_prompt", "append_system_prompt_file", "mcp_config")
-    if not any(getattr(args, name) not in (None, []) for name in names) and not (
-        args.strict_mcp_config
-    ):
-        return None
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.run_options import RunFlags, RunOptionsError, split_rules
-
-    def absolute(file: str | None) -> str | None:
-        return None if file is None else str(Path(file).expanduser().resolve())
-
-    mcp = [
-        value if value.lstrip().startswith("{") else str(Path(value).expanduser().resolve())
-        for value in args.mcp_config
-    ]
-    flags = RunFlags(
-        allowed=split_rules(args.allowed_tools),
-        disallowed=split_rules(args.disallowed_tools),
-        system_prompt=args.system_prompt,
-        system_prompt_file=absolute(args.system_prompt_file),
-        append_system_prompt=args.append_system_prompt,
-        append_system_prompt_file=absolute(args.append_system_prompt_file),
-        mcp_config=tuple(mcp),
-        strict_mcp_config=args.strict_mcp_config,
-    )
-    elsewhere = getattr(args, "command", None) in SUBCOMMANDS or getattr(args, "server", None)
-    if elsewhere:
-        _usage_exit(
-            f"{', '.join(flags.names())}: for a session started here (the TUI, -p, --json, "
-            "--continue, --resume), this run only"
-        )
-    try:
-        flags.resolve()
-    except RunOptionsError as error:
-        _usage_exit(str(error))
-    return flags
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -1273,7 +1194,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     _check_claude_output(args, headless)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
-    args.run = _run_flags(args)
+    try:
+        elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
+        args.run = run_flags(args, elsewhere=elsewhere)
+    except ValueError as error:  # RunOptionsError: one line naming the flag
+        _usage_exit(str(error))
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:

@@ -260,7 +260,7 @@ def _mcp_servers(value: str) -> dict[str, Any]:
         except FileNotFoundError:
             raise RunOptionsError(
                 f"{where}: no such file (give a file or the JSON itself: "
-                '\'{"mcpServers": {...}}\')'
+                "'{\"mcpServers\": {...}}')"
             ) from None
         except (OSError, UnicodeDecodeError) as error:
             raise RunOptionsError(f"{where}: cannot read it ({error})") from None
