@@ -17,6 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
+from coding_agent.session_files.folders import load_session
+
 pytestmark = pytest.mark.anyio
 
 BINARY = Path(sys.executable).with_name("coding-agent")
@@ -194,16 +196,16 @@ async def test_a_run_in_its_own_worker_carries_the_flags_and_leaves_no_worker_ho
     # starts one: the flags travel on the worker's command line
     steps = [_bash("git log; rm -rf x"), _bash("git log -1 --format=%s"), {"text": "done"}]
     code, entries, _errors = await _run(
-        project, env, steps, "--json", "look", "--wait-for-approval", "0",
+        project, env, steps, "--json", "look", "--wait-for-approval", "0", "--linger", "20",
         "--allowedTools", "Bash(git log:*)",
     )  # fmt: skip
     first, second = _results(entries)
     assert "Tool call blocked" in first and second.strip() == "first commit"
     assert code == 3
-    (session,) = _sessions(env)
+    (folder,) = _sessions(env)
     # the worker went with the run: a later --continue cannot find the run's rules in force
-    assert not (session / "worker.sock").exists()
-    assert "allowed" not in (session / "session.json").read_text()  # stored nowhere
+    assert not load_session(folder).worker_running()
+    assert "allowed" not in (folder / "session.json").read_text()  # stored nowhere
 
 
 async def test_the_flags_refuse_a_session_whose_worker_already_runs(
@@ -214,8 +216,9 @@ async def test_the_flags_refuse_a_session_whose_worker_already_runs(
         project, env, steps, "--json", "hi", "--wait-for-approval", "0", "--linger", "600"
     )
     assert code == 0
-    (session,) = _sessions(env)
-    pid = int((session / "worker.lock").read_text().split()[0])  # lingering, with no flags
+    (folder,) = _sessions(env)
+    assert load_session(folder).worker_running()  # lingering, with no flags
+    pid = int((folder / "worker.lock").read_text().split()[0])
     try:
         code, _entries, errors = await _run(
             project, env, steps, "--continue", "--disallowedTools", "Bash"
