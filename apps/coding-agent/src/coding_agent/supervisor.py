@@ -215,8 +215,13 @@ class WorkerSupervisor:
         """A supervisor of ``session`` with this one's options (``/resume`` in a running TUI).
 
         The ``--model`` and ``--permission-mode`` given for the first session are not carried
-        over: a resumed session keeps the model and the mode stored in it.
+        over: a resumed session keeps the model and the mode stored in it. The run-scoped flags
+        (:attr:`run`) are, so ``session`` must not be served already (by a worker without
+        them: its rules would not hold there): ``RuntimeError`` (:meth:`refusal`) then.
         """
+        refused = self.refusal(session)
+        if refused is not None:
+            raise RuntimeError(refused)
         return WorkerSupervisor(
             session,
             dev=self._dev,
@@ -231,6 +236,19 @@ class WorkerSupervisor:
             linger=self._linger,
             lease=self._lease,
             run=self.run,
+        )
+
+    def refusal(self, session: Session | None = None) -> str | None:
+        """Why this run's run-scoped flags (:attr:`run`) cannot apply to ``session`` (default:
+        this supervisor's), or ``None``: a worker serves it already, started without them (by
+        another TUI, or lingering), and only a worker started here has them."""
+        session = session or self.session
+        if self.run is None or not session.worker_running():
+            return None
+        return (
+            f"{', '.join(self.run.names())} apply to a worker this command starts, and session "
+            f"{session.id} is served by a running one already (another TUI, or one lingering): "
+            f"stop it (coding-agent attach {session.id}, then /stop), or start without them"
         )
 
     def command(self) -> list[str]:

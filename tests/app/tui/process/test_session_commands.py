@@ -233,7 +233,7 @@ async def test_resume_refuses_a_served_session_when_the_run_has_run_scoped_flags
         await kit.wait_for(
             pilot,
             lambda: any(
-                s == "error" and "does not have this run's --disallowedTools" in m
+                s == "error" and "--disallowedTools apply to a worker this command starts" in m
                 for s, m in kit.toasts(app)
             ),
             "the refusal",

@@ -615,12 +615,6 @@ async def _run_tui(
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
 
-    if args.run is not None and session.worker_running():
-        raise _UsageError(
-            f"{', '.join(args.run.names())} apply to a worker this command starts, and session "
-            f"{session.id} is served by a running one already (another TUI, or one lingering): "
-            f"stop it (coding-agent attach {session.id}, then /stop), or start without them"
-        )
     # The worker reads its launch settings from session.json; only the explicit choices that
     # change the conversation (model, thinking level, permission mode) go on its command line,
     # and Claude Code's run-scoped flags (--allowedTools...), which are stored nowhere.
@@ -631,6 +625,9 @@ async def _run_tui(
         permission_mode=args.permission_mode,
         run=args.run,
     )
+    refused = supervisor.refusal()  # --allowedTools... with a worker already serving
+    if refused is not None:
+        raise _UsageError(refused)
     # Spawned first, so the worker starts while this process imports the TUI and paints it;
     # the TUI takes typing at once and sends what was typed as soon as the worker serves.
     await supervisor.launch()

@@ -461,13 +461,6 @@ class _SessionControl:
                     "coding-agent attach tcp://HOST:PORT/SESSION"
                 )
             keeper: WorkerSupervisor | None = None
-            run = self._supervisor.run if self._supervisor is not None else None
-            if run is not None and session.worker_running():  # it lacks this run's rules
-                raise RuntimeError(
-                    f"session {session.id} is served by a running worker, which does not have "
-                    f"this run's {', '.join(run.names())}: stop it first (coding-agent attach "
-                    f"{session.id}, then /stop), or start without them"
-                )
             if self._supervisor is not None:
                 keeper = self._supervisor.for_session(session)
                 self._stopping.append(keeper)  # stopped at exit even if we fail half-way
