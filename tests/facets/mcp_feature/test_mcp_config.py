@@ -156,6 +156,9 @@ def test_a_clients_servers_come_last_replace_a_configured_namesake_and_report_ba
     assert sorted(by_name) == ["files", "web"]
     assert by_name["files"].command == "editor-files" and by_name["files"].source == "the editor"
     assert len(merged.errors) == 1 and merged.errors[0].startswith("the editor: server 'bad'")
+    strict = with_client_servers(config, {**brought, "strict": True}, env)  # --strict-mcp-config
+    assert [spec.name for spec in strict.servers] == ["files"]  # the configured web is left out
+    assert strict.errors == merged.errors
 
 
 REAL_PLUGIN = Path(__file__).parents[2] / "app/fixtures/claude_plugins/example-plugin"

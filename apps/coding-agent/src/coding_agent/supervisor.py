@@ -37,6 +37,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from chord import Backoff, WireServiceSource
 from coding_agent.session_files.folders import Session
+from coding_agent.settings.run_options import RunFlags
 from coding_agent.settings.warm_start import enabled as warm_start_enabled
 
 __all__ = [
@@ -93,13 +94,16 @@ def worker_command(
     linger: float | None = None,
     lease: float | None = None,
     warm_start: bool = False,
+    run: RunFlags | None = None,
 ) -> list[str]:
     """The worker's command line. Whatever is not on it the worker takes from the launch
     settings stored in the session (:class:`~coding_agent.session_files.folders.LaunchSettings`).
 
     ``warm_start``: the warm start's thin client runs it instead (``python -m
     coding_agent.warm.client --worker``, same options): forked from the user's preloaded server
-    when one serves, else run in that process as ``coding_agent.worker.main`` would."""
+    when one serves, else run in that process as ``coding_agent.worker.main`` would. ``run``:
+    Claude Code's run-scoped flags (:mod:`coding_agent.settings.run_options`), on every worker's
+    command line (never stored)."""
     module = "coding_agent.warm.client" if warm_start else "coding_agent.worker.main"
     argv = [python, "-m", module, *(["--worker"] if warm_start else []), str(session_dir)]
     if model is not None:
@@ -122,6 +126,8 @@ def worker_command(
         argv += ["--linger", repr(float(linger))]
     if lease is not None:
         argv += ["--lease", repr(float(lease))]
+    if run is not None:
+        argv += run.worker_args()
     return argv
 
 
@@ -167,8 +173,12 @@ class WorkerSupervisor:
         storage: str | None = None,
         linger: float | None = None,
         lease: float | None = None,
+        run: RunFlags | None = None,
     ) -> None:
         self.session = session
+        # Claude Code's run-scoped flags: on every worker this supervisor starts (a restarted
+        # one, a /resume'd session's), as they hold for the whole run and are stored nowhere
+        self.run = run
         self._lease = lease
         self._storage = storage
         self._linger = linger
@@ -205,8 +215,13 @@ class WorkerSupervisor:
         """A supervisor of ``session`` with this one's options (``/resume`` in a running TUI).
 
         The ``--model`` and ``--permission-mode`` given for the first session are not carried
-        over: a resumed session keeps the model and the mode stored in it.
+        over: a resumed session keeps the model and the mode stored in it. The run-scoped flags
+        (:attr:`run`) are, so ``session`` must not be served already (by a worker without
+        them: its rules would not hold there): ``RuntimeError`` (:meth:`refusal`) then.
         """
+        refused = self.refusal(session)
+        if refused is not None:
+            raise RuntimeError(refused)
         return WorkerSupervisor(
             session,
             dev=self._dev,
@@ -220,6 +235,20 @@ class WorkerSupervisor:
             storage=self._storage,
             linger=self._linger,
             lease=self._lease,
+            run=self.run,
+        )
+
+    def refusal(self, session: Session | None = None) -> str | None:
+        """Why this run's run-scoped flags (:attr:`run`) cannot apply to ``session`` (default:
+        this supervisor's), or ``None``: a worker serves it already, started without them (by
+        another TUI, or lingering), and only a worker started here has them."""
+        session = session or self.session
+        if self.run is None or not session.worker_running():
+            return None
+        return (
+            f"{', '.join(self.run.names())} apply to a worker this command starts, and session "
+            f"{session.id} is served by a running one already (another TUI, or one lingering): "
+            f"stop it (coding-agent attach {session.id}, then /stop), or start without them"
         )
 
     def command(self) -> list[str]:
@@ -237,6 +266,7 @@ class WorkerSupervisor:
             linger=self._linger,
             lease=self._lease,
             warm_start=warm_start_enabled(self._env)[0],
+            run=self.run,
         )
 
     async def wait(self) -> int | None:
@@ -355,12 +385,14 @@ class WorkerSupervisor:
     async def release(self) -> None:
         """Leave the worker this supervisor started running (``/quit``): it serves the next
         client and stops by itself once it has lingered with no client and nothing live. A
-        worker tied to this process (``exit_with_parent``) cannot outlive it: it is stopped."""
+        worker tied to this process (``exit_with_parent``) cannot outlive it: it is stopped, and
+        so is one carrying Claude Code's run-scoped flags (:attr:`run`: ``--allowedTools``...
+        hold for this run only; a later ``--continue`` must not find them in force)."""
         self._launched = None
         process = self._process
         if process is None:
             return
-        if self._exit_with_parent or process.returncode is not None:
+        if self._exit_with_parent or self.run is not None or process.returncode is not None:
             await self.stop()
             return
         self._process = None

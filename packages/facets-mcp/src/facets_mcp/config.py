@@ -508,10 +508,12 @@ def plugin_servers(
 
 CLIENT_SERVERS_SERVICE = "mcp_client_servers"
 """The harness service holding the servers a client brought for this session (an editor's
-``mcpServers`` in ACP's ``session/new``): ``{"source": "<who>", "mcpServers": {name: entry}}``,
-entries in this module's shape. Started like the configured servers, under the same rules (the
-approval of every call, a ``"sandbox": true`` entry in the OS sandbox, the scrubbed environment);
-one with a configured server's name replaces it for this session."""
+``mcpServers`` in ACP's ``session/new``, the command line's ``--mcp-config``): ``{"source":
+"<who>", "mcpServers": {name: entry}}``, entries in this module's shape. Started like the
+configured servers, under the same rules (the approval of every call, a ``"sandbox": true`` entry
+in the OS sandbox, the scrubbed environment); one with a configured server's name replaces it for
+this session. With ``"strict": true`` (``--strict-mcp-config``) they are the only servers: the
+configured ones (and their files' problems) are left out."""
 
 
 def with_client_servers(
@@ -526,6 +528,9 @@ def with_client_servers(
         named = brought.get("source")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         source = named if isinstance(named, str) and named else source
     servers, problems = parse_servers(brought, source, environ)
+    strict = isinstance(brought, Mapping) and brought.get("strict") is True  # pyright: ignore[reportUnknownMemberType]
+    if strict:
+        config = replace(config, servers=(), errors=())
     by_name = {spec.name: spec for spec in config.servers}
     for spec in servers:
         by_name[spec.name] = spec

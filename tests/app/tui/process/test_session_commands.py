@@ -18,6 +18,7 @@ import pytest
 from coding_agent.cli.headless import run_print
 from coding_agent.session_files.folders import Session, create_session
 from coding_agent.session_files.index import first_prompt
+from coding_agent.settings.run_options import RunFlags
 from coding_agent.supervisor import WorkerSupervisor
 from coding_agent.tui.commands.sessions import session_age, session_label, summarize_reload
 
@@ -205,3 +206,42 @@ async def test_a_tui_that_starts_no_workers_switches_only_to_served_sessions(
         await other_keeper.stop()
     assert seen["refused"] == session.id
     assert seen["left_running"]
+
+
+async def test_resume_refuses_a_served_session_when_the_run_has_run_scoped_flags(
+    kit: Any,
+    session: Session,
+    agent_env: dict[str, str],
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A TUI started with ``--disallowedTools`` (its supervisor's run flags) does not switch to a
+    session whose worker already runs without them: the deny rule would not hold there. It
+    stays where it was, saying why."""
+    monkeypatch.setenv("XDG_STATE_HOME", agent_env["XDG_STATE_HOME"])
+    other = create_session(project, env=agent_env)
+    keeper = kit.supervisor(session, agent_env)
+    keeper.run = RunFlags(disallowed=("Bash",))
+    other_keeper = WorkerSupervisor(other, exit_with_parent=True, env=agent_env)
+    await other_keeper.ensure_started()
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the view")
+        await pilot.press(*f"/resume {other.id}", "enter")
+        await kit.wait_for(
+            pilot,
+            lambda: any(
+                s == "error" and "--disallowedTools apply to a worker this command starts" in m
+                for s, m in kit.toasts(app)
+            ),
+            "the refusal",
+        )
+        seen["stayed"] = app.client.session.session_id
+
+    try:
+        await kit.drive(session, keeper, test)
+    finally:
+        await other_keeper.stop()
+    assert seen["stayed"] == session.id

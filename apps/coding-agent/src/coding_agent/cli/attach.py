@@ -68,6 +68,7 @@ from coding_agent.server.remote import (
     resolve_token,
 )
 from coding_agent.session_files.folders import METADATA_VERSION, Session, SessionMetadata
+from coding_agent.settings.run_options import RunFlags
 
 __all__ = ["remote_session", "run_headless_on_server", "run_remote_attach", "run_remote_headless"]
 
@@ -395,17 +396,19 @@ async def run_parked_headless(
     thinking: str | None = None,
     permission_mode: str | None = None,
     interrupt: Interrupt | None = None,
+    run: RunFlags | None = None,
 ) -> int:
     """``-p``/``--json --wait-for-approval``: the turn runs in the session's own worker process
     (started, or reused, by a :class:`~coding_agent.supervisor.WorkerSupervisor`, which restarts
     it if it dies) and this process is one client of it, so a dialog can wait for another:
     ``coding-agent attach SESSION`` or an editor answers it. The worker is left to linger
-    afterwards, like a TUI's at ``/quit``."""
+    afterwards, like a TUI's at ``/quit``; ``run``: Claude Code's run-scoped flags, for the
+    worker started here (:mod:`coding_agent.settings.run_options`)."""
     # lazy: start-up time (the command line imports only what the chosen command runs)
     from coding_agent.supervisor import WorkerSupervisor
 
     keeper = WorkerSupervisor(
-        session, model=model, thinking=thinking, permission_mode=permission_mode
+        session, model=model, thinking=thinking, permission_mode=permission_mode, run=run
     )
     await keeper.ensure_started()
     try:

@@ -5,7 +5,10 @@ A Claude Code user's scripts and muscle memory bring its flags (``--output-forma
 are this command line's own too, with Claude Code's shapes and meaning
 (:mod:`coding_agent.cli.claude_output`). The permission modes that mean the same
 here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptEdits`` is
-``accept-edits``, ``default`` is ``ask``); every other flag of Claude Code's that this command
+``accept-edits``, ``default`` is ``ask``), and so are the run-scoped flags ``--allowedTools``,
+``--disallowedTools``, ``--system-prompt``, ``--append-system-prompt`` (and their ``-file``
+forms), ``--mcp-config`` and ``--strict-mcp-config``
+(:mod:`coding_agent.settings.run_options`); every other flag of Claude Code's that this command
 line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
 differently, such as another JSON shape or more authority than the user typed.
@@ -13,7 +16,21 @@ differently, such as another JSON shape or more authority than the user typed.
 
 from __future__ import annotations
 
-__all__ = ["CLAUDE_FLAGS", "CLAUDE_MODES", "claude_flag_hint", "permission_mode"]
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coding_agent.settings.run_options import RunFlags
+
+__all__ = [
+    "CLAUDE_FLAGS",
+    "CLAUDE_MODES",
+    "add_run_flags",
+    "claude_flag_hint",
+    "permission_mode",
+    "run_flags",
+]
 
 CLAUDE_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
 """Claude Code's ``--permission-mode`` values that are one of this agent's modes."""
@@ -32,28 +49,8 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
     "not read",
     "--include-partial-messages": "--json streams every event as it happens",
-    "--allowedTools": "allow rules in permissions.allow of ~/.claude/settings.json or "
-    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
-    "--allowed-tools": "allow rules in permissions.allow of ~/.claude/settings.json or "
-    "[permissions] allow of config.toml (Bash(git diff:*)), or --approve allow",
-    "--disallowedTools": "deny rules in permissions.deny of ~/.claude/settings.json or "
-    "[permissions] deny of config.toml",
-    "--disallowed-tools": "deny rules in permissions.deny of ~/.claude/settings.json or "
-    "[permissions] deny of config.toml",
     "--tools": "deny rules in permissions.deny of ~/.claude/settings.json for the tools to "
     "leave out",
-    "--system-prompt": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces the "
-    "base prompt",
-    "--system-prompt-file": "SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ replaces "
-    "the base prompt",
-    "--append-system-prompt": "APPEND_SYSTEM.md in .coding-agent/ or ~/.config/coding-agent/ "
-    "is added after the base prompt",
-    "--append-system-prompt-file": "APPEND_SYSTEM.md in .coding-agent/ or "
-    "~/.config/coding-agent/ is added after the base prompt",
-    "--mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
-    "project's .mcp.json and ~/.claude.json",
-    "--strict-mcp-config": "MCP servers come from ~/.config/coding-agent/mcp.json, a trusted "
-    "project's .mcp.json and ~/.claude.json",
     "--settings": "settings are read from ~/.claude/settings.json, a trusted project's "
     ".claude/settings.json and config.toml (coding-agent config shows them)",
     "--agents": "agent definitions go in ~/.claude/agents/ or a trusted project's .claude/agents/",
@@ -87,3 +84,96 @@ def claude_flag_hint(message: str) -> str | None:
         if name in CLAUDE_FLAGS
     ]
     return "; ".join(hints) or None
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """Claude Code's run-scoped flags (:mod:`coding_agent.settings.run_options`): this run only,
+    never stored."""
+    for flags, dest, kind in (
+        (("--allowedTools", "--allowed-tools"), "allowed_tools", "allow"),
+        (("--disallowedTools", "--disallowed-tools"), "disallowed_tools", "deny"),
+    ):
+        parser.add_argument(
+            *flags,
+            dest=dest,
+            nargs="+",
+            action="extend",
+            default=[],
+            metavar="RULE",
+            help=f"{kind} rules for this run only (Bash(npm test:*), Edit, mcp__github; "
+            "separate words, or commas/spaces in one), listed by /permissions as 'command line'",
+        )
+    parser.add_argument(
+        "--system-prompt",
+        metavar="TEXT",
+        help="this run's system prompt (replaces the base one and SYSTEM.md)",
+    )
+    parser.add_argument("--system-prompt-file", metavar="FILE", help="--system-prompt from FILE")
+    parser.add_argument(
+        "--append-system-prompt",
+        metavar="TEXT",
+        help="text added after the system prompt (after APPEND_SYSTEM.md's), this run only",
+    )
+    parser.add_argument(
+        "--append-system-prompt-file", metavar="FILE", help="--append-system-prompt from FILE"
+    )
+    parser.add_argument(
+        "--mcp-config",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="FILE_OR_JSON",
+        help='MCP servers for this run ({"mcpServers": {...}}, a file or the JSON itself); they '
+        "start without the project's approval",
+    )
+    parser.add_argument(
+        "--strict-mcp-config",
+        action="store_true",
+        help="only the servers of --mcp-config (no configured ones)",
+    )
+
+
+_RUN_DESTS = (
+    "allowed_tools",
+    "disallowed_tools",
+    "system_prompt",
+    "system_prompt_file",
+    "append_system_prompt",
+    "append_system_prompt_file",
+    "mcp_config",
+    "strict_mcp_config",
+)
+
+
+def run_flags(args: argparse.Namespace, *, elsewhere: bool) -> RunFlags | None:
+    """The run-scoped flags of ``args`` (files made absolute), checked (``None``: none given).
+    Raises :class:`~coding_agent.settings.run_options.RunOptionsError` (a usage error, one
+    line) for what cannot be read, or when ``elsewhere``: the command starts no session here."""
+    if not any(getattr(args, name, None) not in (None, [], False) for name in _RUN_DESTS):
+        return None
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.run_options import RunFlags, RunOptionsError, split_rules
+
+    def absolute(file: str | None) -> str | None:
+        return None if file is None else str(Path(file).expanduser().resolve())
+
+    flags = RunFlags(
+        allowed=split_rules(args.allowed_tools),
+        disallowed=split_rules(args.disallowed_tools),
+        system_prompt=args.system_prompt,
+        system_prompt_file=absolute(args.system_prompt_file),
+        append_system_prompt=args.append_system_prompt,
+        append_system_prompt_file=absolute(args.append_system_prompt_file),
+        mcp_config=tuple(
+            value if value.lstrip().startswith("{") else str(absolute(value))
+            for value in args.mcp_config
+        ),
+        strict_mcp_config=args.strict_mcp_config,
+    )
+    if elsewhere:
+        raise RunOptionsError(
+            f"{', '.join(flags.names())}: for a session started here (the TUI, -p, --json, "
+            "--continue, --resume), this run only"
+        )
+    flags.resolve()
+    return flags

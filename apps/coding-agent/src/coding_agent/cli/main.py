@@ -41,6 +41,10 @@
                                        (and .coding-agent/config.toml) load only when it is trusted
     --thinking LEVEL                   the thinking level (off, minimal, low, medium, high, xhigh)
     --linger SECONDS                   how long the worker stays with no TUI and nothing running
+    --allowedTools RULE... --disallowedTools RULE... --system-prompt[-file] X
+    --append-system-prompt[-file] X --mcp-config FILE_OR_JSON... --strict-mcp-config
+                                       Claude Code's run-scoped flags: this run only, stored
+                                       nowhere (:mod:`coding_agent.settings.run_options`)
 
 Launch settings (model, thinking level, permission mode, tool calling, --dev, --facets-dir,
 --faux-script, linger, the trust decision) are stored with the session
@@ -81,7 +85,12 @@ from coding_agent.cli.argv import (
     split_wait_value,
     wait_seconds,
 )
-from coding_agent.cli.claude_flags import claude_flag_hint, permission_mode
+from coding_agent.cli.claude_flags import (
+    add_run_flags,
+    claude_flag_hint,
+    permission_mode,
+    run_flags,
+)
 from coding_agent.settings.changes import THINKING_LEVELS
 from coding_agent.settings.facets_site import activate
 from coding_agent.settings.permission_modes import PERMISSION_MODES
@@ -360,6 +369,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="do not trust this project folder (remembered): skip its local facet packages",
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
+    add_run_flags(parser)
     _add_server_client_flags(parser, suppress=False)
     parser.add_argument(
         "--server",
@@ -606,13 +616,18 @@ async def _run_tui(
     from coding_agent.supervisor import WorkerStartError, WorkerSupervisor
 
     # The worker reads its launch settings from session.json; only the explicit choices that
-    # change the conversation (model, thinking level, permission mode) go on its command line.
+    # change the conversation (model, thinking level, permission mode) go on its command line,
+    # and Claude Code's run-scoped flags (--allowedTools...), which are stored nowhere.
     supervisor = WorkerSupervisor(
         session,
         model=args.model,
         thinking=args.thinking,
         permission_mode=args.permission_mode,
+        run=args.run,
     )
+    refused = supervisor.refusal()  # --allowedTools... with a worker already serving
+    if refused is not None:
+        raise _UsageError(refused)
     # Spawned first, so the worker starts while this process imports the TUI and paints it;
     # the TUI takes typing at once and sends what was typed as soon as the worker serves.
     await supervisor.launch()
@@ -643,7 +658,12 @@ async def _run_tui(
         raise _Failure(message) from None
     session = run.session or session  # /resume may have switched to another session
     again = f"{resume_prefix()} --resume {session.id}"
-    if run.stopped:
+    if args.run is not None and not run.stopped_elsewhere:  # supervisor.release stopped it
+        print(
+            f"Session {session.id} stopped with this run ({', '.join(args.run.names())} end "
+            f"with it) — continue it with: {again}"
+        )
+    elif run.stopped:
         print(f"Session {session.id} stopped — continue it with: {again}")
     elif run.stopped_elsewhere:
         print(
@@ -759,7 +779,11 @@ async def _run_headless(
     for warning in session.settings.gone_add_dirs():  # (the TUI shows them as notices)
         print(f"coding-agent: warning: {warning}", file=sys.stderr)
     config = session_worker_config(
-        session, model=args.model, thinking=args.thinking, permission_mode=args.permission_mode
+        session,
+        model=args.model,
+        thinking=args.thinking,
+        permission_mode=args.permission_mode,
+        run=args.run,
     )
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
@@ -775,6 +799,7 @@ async def _run_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
             thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
+            run=args.run,
         )  # fmt: skip
 
     def unanswered() -> None:
@@ -1136,7 +1161,7 @@ def _value_options(parser: argparse.ArgumentParser) -> frozenset[str]:
     return frozenset(
         option
         for action in parser._actions  # argparse has no public list of them
-        if action.nargs in (None, "?") and action.dest not in ("prompt", "json")
+        if action.nargs in (None, "?", "+") and action.dest not in ("prompt", "json")
         for option in action.option_strings
     )
 
@@ -1166,6 +1191,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     _check_claude_output(args, headless)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
+    try:
+        elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
+        args.run = run_flags(args, elsewhere=elsewhere)
+    except ValueError as error:  # RunOptionsError: one line naming the flag
+        _usage_exit(str(error))
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:

@@ -5,12 +5,14 @@ entries so every request can be rebuilt from the session). In order:
 
 ``system``
     The base prompt: :data:`DEFAULT_SYSTEM_PROMPT`, or the text of ``SYSTEM.md``, which
-    **replaces** it, followed by the working folder. ``SYSTEM.md`` is looked for in a trusted
+    **replaces** it (and ``--system-prompt``'s, which replaces both), followed by the working
+    folder. ``SYSTEM.md`` is looked for in a trusted
     project's ``.coding-agent/`` first, then its ``.pi/`` (pi's), then in
     ``$XDG_CONFIG_HOME/coding-agent/`` and last in pi's ``~/.pi/agent/`` (as pi does: the
     project's wins; of two folders in one place, ours).
 ``append-system``
-    ``APPEND_SYSTEM.md``, **appended** after the base prompt (same places, same precedence).
+    ``APPEND_SYSTEM.md``, **appended** after the base prompt (same places, same precedence),
+    then ``--append-system-prompt``'s text (both, in that order).
 ``context-files``
     ``AGENTS.md`` / ``CLAUDE.md`` of the folder and its ancestors
     (:mod:`coding_agent.context.context_files`).
@@ -157,29 +159,45 @@ def build_sections(
     cwd: str | os.PathLike[str],
     env: Mapping[str, str] | None = None,
     touched: Iterable[str] = (),
+    *,
+    system: str | None = None,
+    append: str | None = None,
 ) -> BuiltSections:
     """Read every source of the system prompt for working folder ``cwd`` afresh (``touched``:
-    the sub-folders the agent worked in, whose own context files join)."""
+    the sub-folders the agent worked in, whose own context files join). ``system`` and
+    ``append`` are this run's ``--system-prompt`` and ``--append-system-prompt`` texts
+    (:mod:`coding_agent.settings.run_options`): ``system`` replaces the base prompt and
+    ``SYSTEM.md`` (the flag wins); ``append`` comes after ``APPEND_SYSTEM.md``'s text (both)."""
     places = Places.find(cwd, env)
     warnings: list[str] = [places.problem] if places.problem else []
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     folder = str(Path(cwd).expanduser().resolve())
 
-    system = find_system_file(places, SYSTEM_FILE)
-    text = _file_text(system, warnings) if system is not None else None
-    if system is not None and text is not None and text.strip():
-        values[SYSTEM_KEY] = {"text": text, "path": str(system), "cwd": folder}
-        sources[SYSTEM_KEY] = str(system)
+    system_file = find_system_file(places, SYSTEM_FILE) if system is None else None
+    text = _file_text(system_file, warnings) if system_file is not None else None
+    if system is not None:
+        values[SYSTEM_KEY] = {"text": system, "path": "--system-prompt", "cwd": folder}
+        sources[SYSTEM_KEY] = "--system-prompt"
+    elif system_file is not None and text is not None and text.strip():
+        values[SYSTEM_KEY] = {"text": text, "path": str(system_file), "cwd": folder}
+        sources[SYSTEM_KEY] = str(system_file)
     else:
         values[SYSTEM_KEY] = {"text": DEFAULT_SYSTEM_PROMPT, "cwd": folder}
         sources[SYSTEM_KEY] = "built-in default"
 
-    append = find_system_file(places, APPEND_SYSTEM_FILE)
-    extra = _file_text(append, warnings) if append is not None else None
-    if append is not None and extra is not None and extra.strip():
-        values[APPEND_SYSTEM_KEY] = {"text": extra, "path": str(append)}
-        sources[APPEND_SYSTEM_KEY] = str(append)
+    append_file = find_system_file(places, APPEND_SYSTEM_FILE)
+    extra = _file_text(append_file, warnings) if append_file is not None else None
+    appended = [
+        (text, where)
+        for text, where in ((extra, str(append_file)), (append, "--append-system-prompt"))
+        if text is not None and text.strip()
+    ]
+    if appended:
+        joined = "\n\n".join(text.strip() for text, _where in appended)
+        where = ", ".join(where for _text, where in appended)
+        values[APPEND_SYSTEM_KEY] = {"text": joined, "path": where}
+        sources[APPEND_SYSTEM_KEY] = where
     else:
         values[APPEND_SYSTEM_KEY] = None
 

@@ -49,13 +49,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from coding_agent.settings.claude_settings import default_mode, restrictions, unread_keys
 from coding_agent.settings.config import project_config_path, user_config_path
+from coding_agent.settings.run_options import CLI_RULE_SOURCE
 from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
@@ -112,10 +113,12 @@ def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:
 
 class PermissionFiles:
     """The rule files of the session whose folder is ``cwd`` (``env``: where ``HOME`` and
-    ``XDG_CONFIG_HOME`` point; default ``os.environ``)."""
+    ``XDG_CONFIG_HOME`` point; default ``os.environ``). The rules of this run's
+    ``--allowedTools`` / ``--disallowedTools`` join with :meth:`set_run_rules`."""
 
     def __init__(self, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
+        self._run_rules: list[dict[str, str]] = []
         self.root = project_root_for(cwd)
         self.user_file = user_config_path(self._env)
         self.project_file = project_config_path(cwd)
@@ -134,6 +137,14 @@ class PermissionFiles:
         self._working = WorkingSettings()
         self._cwd = Path(cwd)
         self._claude: list[tuple[Path, dict[str, Any]]] = []
+
+    def set_run_rules(self, rules: Sequence[Mapping[str, str]]) -> None:
+        """This run's ``--allowedTools`` / ``--disallowedTools`` rules (source ``command line``,
+        :meth:`~coding_agent.settings.run_options.RunOptions.rules`), once the approval feature
+        found them valid: listed after the files' rules and decided as theirs are, whether the
+        project is trusted or not; never written anywhere (:meth:`remove` refuses them)."""
+        self._run_rules = [dict(rule) for rule in rules]
+        self._seen = None
 
     def trusted(self) -> tuple[bool, str | None]:
         """Whether the project is trusted (and why not, when it never can be)."""
@@ -171,6 +182,7 @@ class PermissionFiles:
             for kind in KINDS:
                 for rule in lists.get(kind, ()):
                     rules.append({"rule": rule, "kind": kind, "source": str(path), "scope": scope})
+        rules += self._run_rules  # --allowedTools / --disallowedTools, trusted project or not
         self._working = self._working_settings(problems)
         self._loaded = {
             "root": str(self.root),
@@ -367,7 +379,14 @@ class PermissionFiles:
 
     def remove(self, rule: str, kind: str, source: str) -> None:
         """Delete ``rule`` from the ``kind`` list of the file ``source`` (one of this session's
-        rule files). Raises ``ValueError`` naming what is not there."""
+        rule files). Raises ``ValueError`` naming what is not there, or for a rule of this
+        run's command line (it lasts for the run)."""
+        if source == CLI_RULE_SOURCE:
+            flag = "--allowedTools" if kind == "allow" else "--disallowedTools"
+            raise ValueError(
+                f"{rule} comes from this run's {flag}: it lasts until the session's worker "
+                "stops (start without it to drop it)"
+            )
         path = Path(source)
         if path not in [p for _scope, p in self._files]:
             raise ValueError(f"{source} is not one of this session's permission files")

@@ -34,6 +34,11 @@ Command line::
         [--dev] [--facets-dir DIR]... [--no-fsync] [--exit-on-stdin-eof]
         [--permission-mode ask|accept-edits|plan|auto]
         [--tool-calling native|text] [--linger SECONDS]
+        [--allowed-tool=RULE]... [--disallowed-tool=RULE]... [--system-prompt[-file]=...]
+        [--append-system-prompt[-file]=...] [--mcp-config=FILE_OR_JSON]... [--strict-mcp-config]
+
+The last line is Claude Code's run-scoped flags as the command line took them
+(:mod:`coding_agent.settings.run_options`): this worker's only, stored nowhere.
 
 It prints ``READY <socket path>`` on stdout once it serves, and exits 0 on SIGTERM or SIGINT, or
 by itself once no client has been connected and nothing has been running for ``--linger`` seconds
@@ -89,7 +94,7 @@ from chord import (
     load_facet_packages,
 )
 from coding_agent.context.skills import SubagentSkills
-from coding_agent.contracts import APPROVAL_MODE
+from coding_agent.contracts import APPROVAL_MODE, APPROVAL_RULES
 from coding_agent.session_files.folders import (
     Session,
     SessionError,
@@ -112,6 +117,14 @@ from coding_agent.settings.package_reload import (
 )
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 from coding_agent.settings.permissions import PermissionFiles
+from coding_agent.settings.run_options import (
+    MCP_CLIENT_SERVERS,
+    RunFlags,
+    RunOptions,
+    RunOptionsError,
+    add_worker_flags,
+    worker_flags,
+)
 from coding_agent.settings.safety import unapproved_reason
 from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
 from coding_agent.settings.secret_env import child_environment
@@ -200,6 +213,7 @@ __all__ = [
     "WorkerBusy",
     "WorkerConfig",
     "apply_permission_mode",
+    "check_run_rules",
     "load_features",
     "main",
     "open_session_host",
@@ -280,6 +294,9 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     database: SharedDatabase | None = None
     """In a host process of many sessions (:mod:`coding_agent.worker.host`): the PostgreSQL
     pool and lease renewer the sessions share (``None``: connections of the session's own)."""
+    run: RunOptions = RunOptions()
+    """Claude Code's run-scoped flags (``--allowedTools``, ``--append-system-prompt``,
+    ``--mcp-config``...): this process's only, stored nowhere (:mod:`coding_agent.settings.run_options`)."""
 
 
 @dataclass
@@ -521,6 +538,9 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
+        brought = config.run.mcp_service()
+        if brought is not None:  # --mcp-config: the user's own servers, for this run
+            services[MCP_CLIENT_SERVERS] = brought
         services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
@@ -587,7 +607,11 @@ async def open_session_host(
                 session_tree_facet(
                     history, on_visit=visit_recorder(session, config.fsync, writer=activity)
                 ),
-                system_prompt_facet(session.cwd),
+                system_prompt_facet(
+                    session.cwd,
+                    system=config.run.system_prompt,
+                    append=config.run.append_system_prompt,
+                ),
                 shell_service_facet(
                     session.cwd, spill_dir=session.path / "spill", environment=environment
                 ),
@@ -627,6 +651,8 @@ async def open_session_host(
                 )
                 if config.permission_mode is not None:
                     await apply_permission_mode(host, config.permission_mode)
+                await check_run_rules(host, config.run)  # a bad rule: nothing resumes
+                rule_files.set_run_rules(config.run.rules())  # before any call is decided
                 await harness.resume(BACKGROUND)
                 # the branch the session is on: what every client that opens it follows
                 harness.add_registration(activity.install)  # stored in the session's storage
@@ -799,6 +825,28 @@ def _sandbox_service(
 
 PERMISSION_MODE_SERVICE = APPROVAL_MODE.id
 """The permission-mode service (facets-approval's contract; called by id, not imported)."""
+
+
+async def check_run_rules(host: FacetHost, run: RunOptions) -> None:
+    """Ask the approval feature whether every ``--allowedTools`` / ``--disallowedTools`` rule
+    parses (its grammar is the feature's); raises ``ValueError`` (a usage error, before the
+    session resumes) naming the first that does not, or when no loaded feature checks rules."""
+    checked = [("allow", rule) for rule in run.allowed] + [("deny", r) for r in run.disallowed]
+    if not checked:
+        return
+    if APPROVAL_RULES.id not in {entry.service_id for entry in host.services.catalogue}:
+        raise ValueError(
+            "--allowedTools/--disallowedTools need the approval feature (facets-approval), "
+            "which is not loaded"
+        )
+    for kind, rule in checked:
+        flag = "--allowedTools" if kind == "allow" else "--disallowedTools"
+        try:
+            await host.services.invoke(
+                ServiceCall(APPROVAL_RULES.id, "check_rule", (rule, kind)), BACKGROUND
+            )
+        except RemoteServiceError as error:
+            raise ValueError(f"{flag}: {error.message}") from None
 
 
 async def apply_permission_mode(host: FacetHost, mode: str) -> None:
@@ -1121,6 +1169,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--exit-on-stdin-eof", action="store_true", help="exit when stdin reaches end of file"
     )
+    add_worker_flags(parser)  # Claude Code's run-scoped flags, as the command line took them
     parser.add_argument(
         "--linger",
         type=_seconds,
@@ -1170,8 +1219,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             fsync=not args.no_fsync,
             storage=args.storage,
             lease=args.lease or None,
+            run=worker_flags(args),
         )
-    except (ConfigError, TrustError) as error:
+    except (ConfigError, TrustError, RunOptionsError) as error:
         print(f"coding-agent worker: {error}", file=sys.stderr)
         return EXIT_USAGE
     if config.environment is not None:  # the providers read their keys from config.env
@@ -1245,13 +1295,16 @@ def session_worker_config(
     storage: str | None = None,
     env: Mapping[str, str] | None = None,
     lease: float | None = None,
+    run: RunFlags | None = None,
 ) -> WorkerConfig:
     """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
     launch settings stored in ``session.json`` (:class:`~coding_agent.session_files.folders.LaunchSettings`),
     plus the configuration files (:mod:`coding_agent.settings.config`) and the facet folders of a
     trusted project. ``model``, ``thinking`` and ``permission_mode`` given here are explicit
     choices (applied to the conversation); stored ones are what the session has already.
-    Raises :class:`~coding_agent.settings.config.ConfigError` or ``TrustError``."""
+    ``run``: Claude Code's run-scoped flags, read here (:meth:`RunFlags.resolve`). Raises
+    :class:`~coding_agent.settings.config.ConfigError`, ``TrustError`` or
+    :class:`~coding_agent.settings.run_options.RunOptionsError`."""
     stored = session.settings
     environ = dict(os.environ if env is None else env)
     files = load_config(session.cwd, env=environ)
@@ -1280,6 +1333,7 @@ def session_worker_config(
         model_config=files.registry(),
         permission_mode=permission_mode,
         linger=stay if stay is not None else DEFAULT_LINGER,
+        run=run.resolve() if run is not None else RunOptions(),
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
         notifications=files.notifications,

@@ -27,13 +27,17 @@ SYSTEM_PROMPT_FACET_ID = "coding-agent/context-files"
 _log = logging.getLogger("coding_agent.worker")
 
 
-def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
+def system_prompt_facet(
+    cwd: str | os.PathLike[str], *, system: str | None = None, append: str | None = None
+) -> Facet:
     """A session facet building the system prompt's sections before every generation.
 
     It owns every section of :mod:`coding_agent.context.system_prompt`: the base prompt (or
     ``SYSTEM.md``), ``APPEND_SYSTEM.md``, ``context-files`` and the skills list. Every source is read afresh each time; a section
     with nothing in it is left out (or removed, when its file disappears). Problems (a skill
-    whose frontmatter does not parse) are logged once each, never raised."""
+    whose frontmatter does not parse) are logged once each, never raised. ``system`` and
+    ``append``: this run's ``--system-prompt`` and ``--append-system-prompt`` texts
+    (:func:`~coding_agent.context.system_prompt.build_sections`)."""
     folder = Path(cwd)
     sections = prompt_sections()
     reported: set[str] = set()
@@ -69,7 +73,9 @@ def system_prompt_facet(cwd: str | os.PathLike[str]) -> Facet:
         return folders
 
     async def instruct(payload: dict[str, Any], api: Any, ctx: Context) -> None:
-        built = build_sections(folder, touched=await touched(api.conversation_id, ctx))
+        built = build_sections(
+            folder, touched=await touched(api.conversation_id, ctx), system=system, append=append
+        )
         for warning in built.warnings:
             if warning not in reported:
                 reported.add(warning)

@@ -1,0 +1,281 @@
+"""Claude Code's run-scoped flags: rules, system prompt and MCP servers for one run only.
+
+``claude -p "…" --allowedTools "Bash(npm test:*)" Edit --disallowedTools WebFetch
+--append-system-prompt "Be terse." --mcp-config servers.json`` means the same here, for the TUI
+and ``-p``/``--json`` alike. Nothing of it is written to a settings file, nor to the session's
+launch settings: a later ``--continue`` without the flags runs without them.
+
+* ``--allowedTools`` / ``--allowed-tools`` and ``--disallowedTools`` / ``--disallowed-tools``
+  take one or more rules of the permission-rule grammar (``Bash(npm test:*)``, ``Edit``,
+  ``mcp__github``), as separate words or in one word separated by commas or spaces (a space or a
+  comma inside the parentheses stays in the rule: :func:`split_rules`). They are allow and deny
+  rules of the source ``command line`` (``/permissions`` lists them so), handed to the approval
+  feature beside the files' rules (:class:`~coding_agent.settings.permissions.PermissionFiles`),
+  so they get exactly the analysis a settings-file rule gets: deny beats allow, the bash
+  parser's narrowness, the guarded paths. A rule the grammar refuses is a usage error (exit 2)
+  before anything runs: the worker asks the approval feature (``approval.rules``'
+  ``check_rule``) before it resumes the session.
+* ``--system-prompt TEXT`` / ``--system-prompt-file FILE`` replace the base prompt (and
+  ``SYSTEM.md``: the flag wins); ``--append-system-prompt TEXT`` /
+  ``--append-system-prompt-file FILE`` add after it, after ``APPEND_SYSTEM.md``'s text when there
+  is one (:func:`coding_agent.context.system_prompt.build_sections`). A file is read once, at
+  start.
+* ``--mcp-config FILE_OR_JSON…`` adds the servers of each (``{"mcpServers": {name: entry}}``, a
+  file path or the JSON itself; a later one wins on a name clash) as the MCP feature's client
+  servers (its harness service ``mcp_client_servers``): the user's own decision, so they start
+  without the project-trust approval; ``--strict-mcp-config`` leaves every other configured
+  server out.
+
+The command line checks what it can read (:meth:`RunFlags.resolve`: a missing file, bad JSON, a
+wrong shape is one line, exit 2) and hands the flags, as given, to the session worker's command
+line (:meth:`RunFlags.worker_args`; the worker resolves them again) or, for ``-p``, to the
+worker config of its own process (:class:`RunOptions`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import msgspec
+
+__all__ = [
+    "CLI_RULE_SOURCE",
+    "MCP_CLIENT_SERVERS",
+    "RunFlags",
+    "RunOptions",
+    "RunOptionsError",
+    "add_worker_flags",
+    "split_rules",
+    "worker_flags",
+]
+
+CLI_RULE_SOURCE = "command line"
+"""The source the permission rules of ``--allowedTools`` / ``--disallowedTools`` have."""
+
+MCP_CLIENT_SERVERS = "mcp_client_servers"
+"""The MCP feature's harness service of the servers a client brought (the feature's
+``CLIENT_SERVERS_SERVICE``; the app names feature services by their ids)."""
+
+
+class RunOptionsError(ValueError):
+    """A run-scoped flag's value cannot be used; the message is the one line to print."""
+
+
+def split_rules(values: Sequence[str]) -> tuple[str, ...]:
+    """The rules in ``values`` (each a flag value): separated by commas or white space outside
+    parentheses, as Claude Code takes them (``"Bash(git log:*) Edit"``, ``"Read,Edit"``); a rule's
+    own spaces and commas, inside its parentheses, stay (``Bash(npm run test:*)``)."""
+    rules: list[str] = []
+    for value in values:
+        depth, word = 0, ""
+        for char in value:
+            if char == "(":
+                depth += 1
+            elif char == ")":
+                depth = max(0, depth - 1)
+            if depth == 0 and (char == "," or char.isspace()):
+                if word:
+                    rules.append(word)
+                word = ""
+                continue
+            word += char
+        if word:
+            rules.append(word)
+    return tuple(dict.fromkeys(rules))
+
+
+class RunOptions(msgspec.Struct, frozen=True):
+    """The run-scoped flags, resolved: what the session host applies (:class:`RunFlags.resolve`)."""
+
+    allowed: tuple[str, ...] = ()
+    """``--allowedTools``' rules."""
+    disallowed: tuple[str, ...] = ()
+    """``--disallowedTools``' rules."""
+    system_prompt: str | None = None
+    """The text replacing the base prompt (``--system-prompt`` or the file's)."""
+    append_system_prompt: str | None = None
+    """The text added after the base prompt (``--append-system-prompt`` or the file's)."""
+    mcp_servers: dict[str, Any] | None = None
+    """``--mcp-config``'s servers, merged (name -> entry); ``None``: none given."""
+    strict_mcp: bool = False
+    """``--strict-mcp-config``: only :attr:`mcp_servers` start."""
+
+    def rules(self) -> list[dict[str, str]]:
+        """The permission rules as a permission source's ``load()`` lists them: deny first."""
+        return [
+            {"rule": rule, "kind": kind, "source": CLI_RULE_SOURCE, "scope": "session"}
+            for kind, found in (("deny", self.disallowed), ("allow", self.allowed))
+            for rule in found
+        ]
+
+    def mcp_service(self) -> dict[str, Any] | None:
+        """The MCP feature's ``mcp_client_servers`` value (``None``: nothing given)."""
+        if self.mcp_servers is None and not self.strict_mcp:
+            return None
+        found: dict[str, Any] = {"source": "--mcp-config", "mcpServers": self.mcp_servers or {}}
+        if self.strict_mcp:
+            found["strict"] = True
+        return found
+
+
+class RunFlags(msgspec.Struct, frozen=True):
+    """The run-scoped flags as given (files made absolute): what travels to the worker."""
+
+    allowed: tuple[str, ...] = ()
+    disallowed: tuple[str, ...] = ()
+    system_prompt: str | None = None
+    system_prompt_file: str | None = None
+    append_system_prompt: str | None = None
+    append_system_prompt_file: str | None = None
+    mcp_config: tuple[str, ...] = ()
+    strict_mcp_config: bool = False
+
+    @property
+    def given(self) -> bool:
+        """Whether any flag was given."""
+        return self != RunFlags()
+
+    def names(self) -> list[str]:
+        """The flags given, as the user spells them (for a usage error)."""
+        found = {
+            "--allowedTools": self.allowed,
+            "--disallowedTools": self.disallowed,
+            "--system-prompt": self.system_prompt is not None,
+            "--system-prompt-file": self.system_prompt_file is not None,
+            "--append-system-prompt": self.append_system_prompt is not None,
+            "--append-system-prompt-file": self.append_system_prompt_file is not None,
+            "--mcp-config": self.mcp_config,
+            "--strict-mcp-config": self.strict_mcp_config,
+        }
+        return [name for name, value in found.items() if value]
+
+    def resolve(self) -> RunOptions:
+        """Read the files and the JSON; :class:`RunOptionsError` (one line) for what is wrong."""
+        for text, file, flag in (
+            (self.system_prompt, self.system_prompt_file, "--system-prompt"),
+            (self.append_system_prompt, self.append_system_prompt_file, "--append-system-prompt"),
+        ):
+            if text is not None and file is not None:
+                raise RunOptionsError(f"give {flag} or {flag}-file, not both")
+        if self.strict_mcp_config and not self.mcp_config:
+            raise RunOptionsError(
+                "--strict-mcp-config uses only the servers of --mcp-config: give --mcp-config "
+                "FILE_OR_JSON too"
+            )
+        servers: dict[str, Any] | None = None
+        for value in self.mcp_config:
+            found = _mcp_servers(value)
+            servers = {**(servers or {}), **found}
+        return RunOptions(
+            allowed=self.allowed,
+            disallowed=self.disallowed,
+            system_prompt=_prompt(
+                self.system_prompt, self.system_prompt_file, "--system-prompt-file"
+            ),
+            append_system_prompt=_prompt(
+                self.append_system_prompt,
+                self.append_system_prompt_file,
+                "--append-system-prompt-file",
+            ),
+            mcp_servers=servers,
+            strict_mcp=self.strict_mcp_config,
+        )
+
+    def worker_args(self) -> list[str]:
+        """The session worker's command-line words for these flags (its parser:
+        :func:`add_worker_flags`)."""
+        argv: list[str] = []
+        for rule in self.allowed:
+            argv.append(f"--allowed-tool={rule}")
+        for rule in self.disallowed:
+            argv.append(f"--disallowed-tool={rule}")
+        for flag, value in (
+            ("--system-prompt", self.system_prompt),
+            ("--system-prompt-file", self.system_prompt_file),
+            ("--append-system-prompt", self.append_system_prompt),
+            ("--append-system-prompt-file", self.append_system_prompt_file),
+        ):
+            if value is not None:
+                argv.append(f"{flag}={value}")
+        for value in self.mcp_config:
+            argv.append(f"--mcp-config={value}")
+        if self.strict_mcp_config:
+            argv.append("--strict-mcp-config")
+        return argv
+
+
+def add_worker_flags(parser: Any) -> None:
+    """The session worker's options carrying :class:`RunFlags` (:meth:`RunFlags.worker_args`)."""
+    parser.add_argument("--allowed-tool", action="append", default=[], metavar="RULE")
+    parser.add_argument("--disallowed-tool", action="append", default=[], metavar="RULE")
+    for flag in (
+        "--system-prompt",
+        "--system-prompt-file",
+        "--append-system-prompt",
+        "--append-system-prompt-file",
+    ):
+        parser.add_argument(flag, metavar="TEXT")
+    parser.add_argument("--mcp-config", action="append", default=[], metavar="FILE_OR_JSON")
+    parser.add_argument("--strict-mcp-config", action="store_true")
+
+
+def worker_flags(args: Any) -> RunFlags:
+    """The :class:`RunFlags` of the worker's parsed command line (:func:`add_worker_flags`)."""
+    return RunFlags(
+        allowed=tuple(args.allowed_tool),
+        disallowed=tuple(args.disallowed_tool),
+        system_prompt=args.system_prompt,
+        system_prompt_file=args.system_prompt_file,
+        append_system_prompt=args.append_system_prompt,
+        append_system_prompt_file=args.append_system_prompt_file,
+        mcp_config=tuple(args.mcp_config),
+        strict_mcp_config=args.strict_mcp_config,
+    )
+
+
+def _prompt(text: str | None, file: str | None, flag: str) -> str | None:
+    if file is None:
+        return text
+    try:
+        return Path(file).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise RunOptionsError(f"{flag} {file}: no such file") from None
+    except IsADirectoryError:
+        raise RunOptionsError(f"{flag} {file}: a folder, not a file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise RunOptionsError(f"{flag} {file}: cannot read it ({error})") from None
+
+
+def _mcp_servers(value: str) -> dict[str, Any]:
+    """The servers of one ``--mcp-config`` value: JSON text (it starts with ``{``) or a file."""
+    if value.lstrip().startswith("{"):
+        where, text = "--mcp-config (JSON)", value
+    else:
+        where = f"--mcp-config {value}"
+        try:
+            text = Path(value).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RunOptionsError(
+                f"{where}: no such file (give a file or the JSON itself: "
+                "'{\"mcpServers\": {...}}')"
+            ) from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise RunOptionsError(f"{where}: cannot read it ({error})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise RunOptionsError(f"{where}: not valid JSON ({error})") from None
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    if not isinstance(servers, dict):
+        raise RunOptionsError(f'{where}: expected {{"mcpServers": {{name: server, ...}}}}')
+    for name, entry in cast(dict[str, Any], servers).items():
+        if not isinstance(entry, dict) or not (
+            isinstance(entry.get("command"), str) or isinstance(entry.get("url"), str)  # pyright: ignore[reportUnknownMemberType]
+        ):
+            raise RunOptionsError(
+                f'{where}: server "{name}" needs "command" (a program to start) or "url"'
+            )
+    return cast(dict[str, Any], servers)
