@@ -67,6 +67,7 @@ import logging
 import os
 import subprocess
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -505,15 +506,14 @@ class Hooks:
 
     # -- registration -----------------------------------------------------------------------
     def install(self, h: Any) -> Callable[[], None]:
-        undo: list[Callable[[], None]] = []
-        try:
+        with ExitStack() as undo:  # on a failure, what was registered is undone
             self._ns = ns = h.namespace(
                 NAMESPACE, {"rewindable": {"prompts": {}}, "session": {"notified": []}}
             )
             self._prompts.clear()
-            undo.append(ns.unregister)
-            undo.append(self.hook_agents.install(h, ns))
-            undo.append(
+            undo.callback(ns.unregister)
+            undo.callback(self.hook_agents.install(h, ns))
+            undo.callback(
                 h.hooks(
                     ns,
                     TOOL_KIND,
@@ -524,7 +524,7 @@ class Hooks:
                     },
                 )
             )
-            undo.append(
+            undo.callback(
                 h.hooks(
                     ns,
                     MODEL_CALL_KIND,
@@ -534,17 +534,8 @@ class Hooks:
             # the collapse kind's token is not exported: the scheduler's registered one is it
             collapse = h.scheduler.kinds.get(COLLAPSE_KIND)
             if collapse is not None:
-                undo.append(h.hooks(ns, collapse, {"before_collapse": self.before_collapse}))
-        except BaseException:
-            for fn in reversed(undo):
-                fn()
-            raise
-
-        def uninstall() -> None:
-            for fn in reversed(undo):
-                fn()
-
-        return uninstall
+                undo.callback(h.hooks(ns, collapse, {"before_collapse": self.before_collapse}))
+            return undo.pop_all().close
 
 
 class _ListingService:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any, cast
 
@@ -397,11 +398,10 @@ class Subagents:
         return ToolResult.text(f"The subagent did not finish: {failure}", is_error=True)
 
     def install(self, h: Any) -> Callable[[], None]:
-        undo: list[Callable[[], None]] = []
-        try:
-            undo.append(h.register_task_kind(self.kind))
+        with ExitStack() as undo:  # on a failure, what was registered is undone
+            undo.callback(h.register_task_kind(self.kind))
             ns = h.namespace(NAMESPACE, {"sticky": {}})
-            undo.append(ns.unregister)
+            undo.callback(ns.unregister)
             board = self.board
 
             async def before_tool(call: dict[str, Any], api: Any, ctx: Context) -> None:
@@ -423,11 +423,11 @@ class Subagents:
                 if turns is not None and turns[0] > turns[1]:
                     board.over_limit(api.conversation_id)
 
-            undo.append(
+            undo.callback(
                 h.hooks(ns, TOOL_KIND, {"before_tool": before_tool, "after_tool": after_tool})
             )
-            undo.append(h.hooks(ns, MODEL_CALL_KIND, {"after_response": after_response}))
-            undo.append(
+            undo.callback(h.hooks(ns, MODEL_CALL_KIND, {"after_response": after_response}))
+            undo.callback(
                 h.register_tool(
                     ToolDeclaration(
                         name=AGENT_TOOL,
@@ -438,16 +438,7 @@ class Subagents:
                     )
                 )
             )
-        except BaseException:
-            for fn in reversed(undo):
-                fn()
-            raise
-
-        def uninstall() -> None:
-            for fn in reversed(undo):
-                fn()
-
-        return uninstall
+            return undo.pop_all().close
 
 
 class _DefinitionsService:

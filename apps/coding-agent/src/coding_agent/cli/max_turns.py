@@ -21,6 +21,7 @@ own) refuse ``--max-turns`` with a usage error (:mod:`coding_agent.cli.main`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import replace
 from typing import Any
 
@@ -88,18 +89,9 @@ class TurnLimit:
     def install(self, h: Any) -> Callable[[], None]:
         """Register the hooks on the harness ``h`` (harness-wide; they filter by conversation)."""
         ns = h.namespace(NAMESPACE)
-        undo: list[Callable[[], None]] = [ns.unregister]
-        try:
-            undo.append(h.hooks(ns, MODEL_CALL_KIND, {"after_response": self.after_response}))
+        with ExitStack() as undo:  # on a failure, what was registered is undone
+            undo.callback(ns.unregister)
+            undo.callback(h.hooks(ns, MODEL_CALL_KIND, {"after_response": self.after_response}))
             tools = {"before_tool": self.before_tool, "after_tool": self.after_tool}
-            undo.append(h.hooks(ns, TOOL_KIND, tools))
-        except BaseException:
-            for fn in reversed(undo):
-                fn()
-            raise
-
-        def uninstall() -> None:
-            for fn in reversed(undo):
-                fn()
-
-        return uninstall
+            undo.callback(h.hooks(ns, TOOL_KIND, tools))
+            return undo.pop_all().close
