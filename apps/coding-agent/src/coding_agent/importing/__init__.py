@@ -2,8 +2,8 @@
 
 One module per agent reads its session files (:mod:`~coding_agent.importing.pi_sessions`,
 :mod:`~coding_agent.importing.claude_code_sessions`, each describing the format as read;
-Claude Code's chain of parent links, joined across lines that cannot be read, is
-:mod:`~coding_agent.importing.claude_code_chain`),
+the chain of parent links both follow, joined across lines that cannot be read, is
+:mod:`~coding_agent.importing.chain`),
 :mod:`~coding_agent.importing.common` holds what they share (tool calls of ours and of tools we
 do not have, thinking that is never sent back), and :mod:`~coding_agent.importing.store` makes
 the new session and lists what can be imported. The command itself is

@@ -49,7 +49,8 @@ limit) does not cut the history before it off: when the chain reaches a parent t
 the file, and that parent was such a line (one whose bytes name ``"uuid": parent``, or the
 line just before, naming no uuid: a line cut off loses its uuid, written after the message),
 the chain is joined across it, going on from the ``parentUuid`` its bytes still name, else from
-the line before it (Claude Code appends each line right after its parent). The import's report
+the line before it (Claude Code appends each line right after its parent; the walk is
+:mod:`~coding_agent.importing.chain`, pi's reader's too). The import's report
 names the line and the lines joined (``the conversation was joined across line 7 (not JSON),
 which could not be read: line 8 follows line 6``), and a user message stands where it was,
 shown as one collapsed line, ``1 line of the file could not be read here``, and telling the
@@ -73,7 +74,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from coding_agent.importing.claude_code_chain import CONVERSATION, Bridge, branch, bridge_notes
+from coding_agent.importing.chain import Bridge, Links, branch, bridge_notes
 from coding_agent.importing.common import (
     OUR_TOOLS,
     ImportedSession,
@@ -98,6 +99,12 @@ SUPPORTED_MAJORS = (0, 1, 2)
 
 TOOL = "claude-code"
 
+LINKS = Links(id="uuid", parent="parentUuid", agent="Claude Code")
+"""How Claude Code links its lines (:mod:`~coding_agent.importing.chain`)."""
+
+CONVERSATION = ("user", "assistant", "system")
+"""The types of line that are the conversation (others with a ``uuid`` only link it)."""
+
 
 def looks_like_claude_code(lines: SourceLines) -> bool:
     """Whether the file's lines are Claude Code's: a conversation line with ``sessionId``, or
@@ -119,7 +126,9 @@ def read_claude_code_session(path: Path, lines: SourceLines) -> ImportedSession:
     main = [r for _, r in linked if r.get("type") in CONVERSATION]
     for record in main:
         _check_version(path, record.get("version"))
-    chain, bridges = branch(linked, lines.unread)
+    ends = [i for i, (_, r) in enumerate(linked) if r.get("type") in CONVERSATION]
+    chain, bridges = branch(linked, lines.unread, LINKS, ends[-1] if ends else None)
+    chain = [r for r in chain if isinstance(r, Bridge) or r.get("type") in CONVERSATION]
     read = [r for r in chain if not isinstance(r, Bridge)]
     last = read[-1] if read else (main[-1] if main else {})
     cwd = next((r["cwd"] for r in reversed(read or main) if isinstance(r.get("cwd"), str)), "")

@@ -41,6 +41,7 @@ from typing import IO, Any
 __all__ = [
     "FILE_LIMIT",
     "LINE_LIMIT",
+    "LINK_KEYS",
     "OUR_TOOLS",
     "ImportProblem",
     "ImportedSession",
@@ -76,24 +77,32 @@ class ImportProblem(Exception):
     """The file cannot be imported; the message names the file, what is wrong and what to do."""
 
 
+LINK_KEYS = frozenset({"uuid", "parentUuid", "id", "parentId"})
+"""The keys that link a session file's lines into a chain, looked for in a line that cannot be
+read (:class:`UnreadLine`): Claude Code's ``uuid`` and ``parentUuid``, pi's ``id`` and
+``parentId``."""
+
+
 @dataclass(frozen=True)
 class UnreadLine:
     """A line of the file that could not be read (not JSON, or too long), and what can still be
-    told of it: the ``"uuid"`` and ``"parentUuid"`` values its bytes name, found by pattern as
-    they streamed past (a line cut off in a crash still names its ``parentUuid``, Claude Code's
-    first key, but not its ``uuid``, written after the message). A reader whose chain of
-    parent links reaches a line that is not there bridges the gap with them."""
+    told of it: the values of the :data:`LINK_KEYS` its bytes name, found by pattern as they
+    streamed past (a line cut off in a crash still names the keys written before the cut:
+    Claude Code's ``parentUuid``, its first key, but not its ``uuid``, written after the
+    message; pi's ``id`` and ``parentId``, written first). A reader whose chain of parent links
+    reaches a line that is not there bridges the gap with them
+    (:mod:`~coding_agent.importing.chain`)."""
 
     number: int
     """The line's number, from 1, as an editor numbers them."""
     too_long: int = 0
     """Its length in bytes when it was skipped for being longer than the limit, else 0."""
-    uuids: frozenset[str] = frozenset()
-    """Every ``"uuid": "…"`` value the line names (its own, unless it was cut off before it)."""
-    parent: str | None = None
-    """The first ``"parentUuid"`` value the line names (``None``: ``null``, or none named)."""
-    names_parent: bool = False
-    """Whether the line names a ``"parentUuid"`` at all (``null`` included)."""
+    named: Mapping[str, frozenset[str]] = field(default_factory=dict[str, frozenset[str]])
+    """Every value each link key names in the line (``{"uuid": {"u7"}}``: its own, unless it
+    was cut off before it, and any a value nested in it names)."""
+    first_named: Mapping[str, str | None] = field(default_factory=dict[str, str | None])
+    """The first value each link key names (``None``: ``null``); a key it never names is
+    absent."""
 
     @property
     def why(self) -> str:
@@ -196,20 +205,20 @@ def _size(count: int) -> str:
     return f"{round(count / (1024 * 1024), 1):g} MB"
 
 
-_UUID = re.compile(rb'"uuid"\s*:\s*"([^"\\]{1,200})"')
-_PARENT = re.compile(rb'"parentUuid"\s*:\s*(?:null|"([^"\\]{1,200})")')
+_KEYS = b"|".join(key.encode() for key in sorted(LINK_KEYS))
+_LINK = re.compile(rb'"(' + _KEYS + rb')"\s*:\s*(?:null|"([^"\\]{1,200})")')
+"""A link key and its value (a string, or ``null``: group 2 is ``None``)."""
 _OVERLAP = 512
 """Bytes of one piece of a long line scanned again with the next (a value split between)."""
 
 
 class _Clues:
-    """The ``uuid`` and ``parentUuid`` values named by a line that cannot be read, found as its
+    """The values of the :data:`LINK_KEYS` named by a line that cannot be read, found as its
     bytes stream past (at most :data:`_OVERLAP` bytes held)."""
 
     def __init__(self) -> None:
-        self.uuids: set[str] = set()
-        self.parent: str | None = None
-        self.names_parent = False
+        self.named: dict[str, set[str]] = {}
+        self.first: dict[str, str | None] = {}
         self.tail = b""
 
     def feed(self, data: bytes | bytearray) -> None:
@@ -219,15 +228,16 @@ class _Clues:
         self.tail = (self.tail + bytes(data[-_OVERLAP:]))[-_OVERLAP:]
 
     def _scan(self, text: bytes | bytearray) -> None:
-        self.uuids.update(m.group(1).decode(errors="replace") for m in _UUID.finditer(text))
-        if not self.names_parent and (found := _PARENT.search(text)) is not None:
-            self.names_parent = True
-            self.parent = found.group(1).decode(errors="replace") if found.group(1) else None
+        for found in _LINK.finditer(text):
+            key = found.group(1).decode()
+            value = found.group(2).decode(errors="replace") if found.group(2) else None
+            self.first.setdefault(key, value)
+            if value is not None:
+                self.named.setdefault(key, set()).add(value)
 
     def line(self, number: int, too_long: int = 0) -> UnreadLine:
-        return UnreadLine(
-            number, too_long, frozenset(self.uuids), self.parent, names_parent=self.names_parent
-        )
+        named = {key: frozenset(values) for key, values in self.named.items()}
+        return UnreadLine(number, too_long, named, dict(self.first))
 
 
 class _LineSplitter:

@@ -28,6 +28,22 @@ pi keeps a session as ``~/.pi/agent/sessions/--<cwd, / as ->--/<time>_<id>.jsonl
   of the conversation and are not imported; the last ``session_info`` entry's ``name``
   (``/name``) names the new session.
 
+A line that cannot be read (not JSON: cut off by a crash, garbled, or two entries run together
+when pi appended after a line cut off without its newline; or longer than the line limit) does
+not cut the history before it off. pi itself skips such a line and follows ``parentId`` from
+the last entry only until a parent is not there; the import joins the chain across it, as for
+Claude Code (:mod:`~coding_agent.importing.chain`): the unread line is the one whose bytes name
+``"id": parent`` (pi writes ``id`` and ``parentId`` first, so a line cut off or over the limit
+still names them), or else the line just before, naming no id; the chain goes on from the
+``parentId`` its bytes name, else from the line before it. The report names the line (``the
+conversation was joined across line 7 (not JSON), which could not be read: line 8 follows line
+6``) and a user message stands where it was, shown as one collapsed line, ``1 line of the file
+could not be read here``, telling the model that something is missing there (none where pi's
+compaction summarized it: the model read the summary there). A parent missing for no unread
+line (a file whose start is missing, an entry whose parent is in another file) ends the chain
+there, the history imported from that entry on, as pi's own ``--resume`` does. A version 1
+file has no links: a line that cannot be read there is skipped and counted.
+
 An assistant message that ended in ``error`` or ``aborted`` with nothing in it is left out (the
 model never said it). pi's tools have our names and arguments, so a call of ``bash``,
 ``read``, … stays a tool call; a result's ``details`` (pi's own display data) are not kept.
@@ -38,6 +54,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from coding_agent.importing.chain import Bridge, Links, branch, bridge_notes
 from coding_agent.importing.common import (
     OUR_TOOLS,
     ImportedSession,
@@ -61,6 +78,9 @@ SUPPORTED_VERSIONS = (1, 2, 3)
 
 TOOL = "pi"
 
+LINKS = Links(id="id", parent="parentId", agent="pi")
+"""How pi links its entries (:mod:`~coding_agent.importing.chain`)."""
+
 
 def looks_like_pi(lines: SourceLines) -> bool:
     """Whether the file's first object is a pi session header."""
@@ -79,8 +99,18 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
             f"(it reads versions {supported}); update coding-agent, or export the session "
             "from pi to an older format"
         )
-    entries = [e for e in lines.records[1:] if isinstance(e.get("type"), str)]
-    path_entries = _branch(entries) if version >= 2 else entries
+    numbered = [
+        (number, e)
+        for number, e in zip(lines.numbers[1:], lines.records[1:], strict=True)
+        if isinstance(e.get("type"), str)
+    ]
+    entries = [e for _, e in numbered]
+    path_entries: list[dict[str, Any] | Bridge] = list(entries)
+    bridges: list[Bridge] = []
+    if version >= 2:
+        linked = [(n, e) for n, e in numbered if isinstance(e.get("id"), str)]
+        leaf = len(linked) - 1 if linked else None  # the last entry, as pi's leaf
+        path_entries, bridges = branch(linked, lines.unread, LINKS, leaf)
     session = ImportedSession(
         tool=TOOL,
         source=path,
@@ -96,18 +126,30 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
         from datetime import UTC, datetime
 
         session.started = datetime.fromtimestamp(stamp / 1000, UTC)
+    session.notes += bridge_notes(bridges)
     messages: list[dict[str, Any]] = []
-    compaction = next((e for e in reversed(path_entries) if e["type"] == "compaction"), None)
+    compaction = next(
+        (
+            e
+            for e in reversed(path_entries)
+            if not isinstance(e, Bridge) and e["type"] == "compaction"
+        ),
+        None,
+    )
     if compaction is not None:
         at = path_entries.index(compaction)
         messages.append(_summary(str(compaction.get("summary", "")), compaction, "compaction"))
+        kept = compaction.get("firstKeptEntryId")
         keep = False
         summarized = 0
         for entry in path_entries[:at]:
-            keep = keep or entry.get("id") == compaction.get("firstKeptEntryId")
+            if isinstance(entry, Bridge):  # an unread line was the first kept: from its marker
+                keep = keep or (isinstance(kept, str) and entry.names(kept))
+            else:
+                keep = keep or entry.get("id") == kept
             if keep:
                 messages.extend(_messages(entry, session))
-            elif entry["type"] == "message":
+            elif not isinstance(entry, Bridge) and entry["type"] == "message":
                 summarized += 1
         for entry in path_entries[at + 1 :]:
             messages.extend(_messages(entry, session))
@@ -134,23 +176,6 @@ def read_pi_session(path: Path, lines: SourceLines) -> ImportedSession:
     return session
 
 
-def _branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The path from the last entry back to the root, oldest first (a loop is cut)."""
-    by_id = {e["id"]: e for e in entries if isinstance(e.get("id"), str)}
-    if not entries:
-        return []
-    path: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    current: dict[str, Any] | None = entries[-1]
-    while current is not None and current.get("id") not in seen:
-        seen.add(str(current.get("id")))
-        path.append(current)
-        parent = current.get("parentId")
-        current = by_id.get(parent) if isinstance(parent, str) else None
-    path.reverse()
-    return path
-
-
 def _summary(summary: str, entry: dict[str, Any], what: str) -> dict[str, Any]:
     heading = (
         "The conversation before this point was compacted into this summary"
@@ -165,8 +190,11 @@ def _summary(summary: str, entry: dict[str, Any], what: str) -> dict[str, Any]:
     return mark_shown(message, meta=f"{what} summary")  # pi shows it collapsed too
 
 
-def _messages(entry: dict[str, Any], session: ImportedSession) -> list[dict[str, Any]]:
-    """Our messages for one entry of the path (none for one the model never read)."""
+def _messages(entry: dict[str, Any] | Bridge, session: ImportedSession) -> list[dict[str, Any]]:
+    """Our messages for one entry of the path (none for one the model never read; the marker
+    for a bridge across lines that could not be read)."""
+    if isinstance(entry, Bridge):
+        return [entry.marker()]
     kind = entry["type"]
     if kind == "branch_summary" and entry.get("summary"):
         return [_summary(str(entry["summary"]), entry, "branch")]
