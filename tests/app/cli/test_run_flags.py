@@ -309,6 +309,24 @@ async def test_tools_leaves_the_other_built_in_tools_out_of_the_request(
     assert (project / "x" / "keep.txt").exists()
 
 
+async def test_tools_shapes_claude_codes_init_line_and_an_empty_value_offers_none(
+    project: Path, env: dict[str, str]
+) -> None:
+    script = project.parent / "faux-script.json"
+    script.write_text(json.dumps([{"text": "done"}]))
+    for value, offered in (("Read,Grep", {"Read", "Grep"}), ("", set())):
+        with anyio.fail_after(TIMEOUT):
+            result = await anyio.run_process(
+                [str(BINARY), "--faux-script", str(script), "-p", "hi",
+                 "--output-format", "stream-json", f"--tools={value}"],
+                env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        init = json.loads(result.stdout.decode().splitlines()[0])
+        builtin = {"Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS", "WebFetch", "Task"}
+        assert set(init["tools"]) & builtin == offered, init["tools"]
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [

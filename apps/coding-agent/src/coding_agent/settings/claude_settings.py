@@ -51,6 +51,10 @@ Claude Code those variables are set for Claude itself as well as its commands (i
 command (``BASH_ENV``, ``LD_PRELOAD``, ``PATH``, ``GIT_SSH_COMMAND``) is a way to run code in
 commands the user approved as harmless; the note says to export them before starting the agent.
 ``sandbox`` is not honoured either, and its note says loudly that bash is *not* sandboxed.
+
+Claude Code's ``--settings FILE_OR_JSON`` (:mod:`coding_agent.settings.run_options`) is read as
+your own file for one run, with the same notes (:func:`flag_notes`), but for
+``permissions.defaultMode`` and ``enabledPlugins``, which it does not set (a note each).
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ Command line::
         [--tool-calling native|text] [--linger SECONDS]
         [--allowed-tool=RULE]... [--disallowed-tool=RULE]... [--system-prompt[-file]=...]
         [--append-system-prompt[-file]=...] [--mcp-config=FILE_OR_JSON]... [--strict-mcp-config]
+        [--settings=FILE_OR_JSON] [--agents=JSON] [--tools=TOOLS]
 
 The last line is Claude Code's run-scoped flags as the command line took them
 (:mod:`coding_agent.settings.run_options`): this worker's only, stored nowhere.
