@@ -489,6 +489,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "MEMORY_KEY",
             "PERMISSION_MODE_KEY",
             "AGENT_TOOL",
+            "RUN_AGENTS_SERVICE",
             "SKILLS_SERVICE",
             "SUBAGENT_KIND",
             "THINKING_KEY",
@@ -505,6 +506,7 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "EVENTS",
             "NOT_RUN_EVENTS",
+            "RUN_SETTINGS_SERVICE",
             "HookInfo",
             "HooksListing",
             "HooksListingApi",

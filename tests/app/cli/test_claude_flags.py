@@ -54,8 +54,8 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
     [
         (["--fallback-model", "sonnet"], "--fallback-model is Claude Code's flag, here: no count"),
         (["--dangerously-skip-permissions"], "here: --permission-mode auto"),
-        (["--tools", "Bash"], "here: deny rules in permissions.deny"),
-        (["--settings=s.json"], "here: settings are read from ~/.claude/settings.json"),
+        (["--session-id", "abc"], "--session-id is Claude Code's flag, here: no counterpart"),
+        (["--fork-session"], "here: /fork in the TUI"),
         (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
         # a model the command line cannot use: exit 1, as a model that is not set up
         (["--model", "opus"], "got 'opus'; for Claude Code's 'opus': anthropic/claude-opus-"),

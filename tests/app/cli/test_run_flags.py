@@ -228,3 +228,122 @@ async def test_the_flags_refuse_a_session_whose_worker_already_runs(
         assert "--disallowedTools apply to a worker this command starts" in line
     finally:
         os.kill(pid, 15)
+
+
+async def test_settings_json_denies_a_call_runs_its_hook_and_notes_what_it_does_not_read(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "hooked.txt"
+    hook = {"type": "command", "command": f"echo hooked > {marker}"}
+    settings = {
+        "permissions": {"deny": ["Bash(rm:*)"]},
+        "hooks": {"UserPromptSubmit": [{"hooks": [hook]}]},
+        "model": "opus",
+    }
+    steps = [_bash("rm -rf x"), {"text": "done"}]
+    code, entries, errors = await _run(
+        project, env, steps, "--json", "clean up", "--settings", json.dumps(settings),
+        "--permission-mode", "accept-edits",
+    )  # fmt: skip
+    (result,) = _results(entries)
+    assert "the deny rule Bash(rm:*) in --settings (JSON) matches" in result
+    assert (project / "x" / "keep.txt").exists()
+    assert code == 0  # refused by its rule, as a settings file's deny rule refuses it
+    assert marker.read_text() == "hooked\n"  # its hook ran, as your own settings' hooks do
+    (note,) = errors  # the key it does not read: the note a settings file's `model` gets
+    assert "--settings (JSON): `model`: this agent does not read Claude Code's model" in note
+
+
+async def test_settings_file_rules_apply_and_nothing_is_stored(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    settings = tmp_path / "run-settings.json"
+    settings.write_text(json.dumps({"permissions": {"allow": ["Bash(git log:*)"]}}))
+    steps = [_bash("git log -1 --format=%s"), {"text": "done"}]
+    code, entries, errors = await _run(
+        project, env, steps, "--json", "look", "--settings", str(settings)
+    )
+    assert _results(entries) == ["first commit"] and code == 0, errors  # ran unasked
+    (folder,) = _sessions(env)
+    assert "run-settings" not in (folder / "session.json").read_text()
+    # the script counts the conversation's answers: the next run plays its third and fourth
+    again = [*steps, *steps]
+    code, entries, _errors = await _run(project, env, again, "--json", "look", "--continue")
+    assert "Tool call blocked" in _results(entries)[-1] and code == 3  # the next run: no rule
+
+
+async def test_agents_defines_a_subagent_the_agent_tool_runs(
+    project: Path, env: dict[str, str]
+) -> None:
+    call = {"description": "review", "prompt": "look at the diff", "subagent_type": "reviewer"}
+    steps = {
+        "steps": [{"toolCalls": [{"name": "agent", "arguments": call}]}, {"text": "done"}],
+        # the subagent's conversation: its system prompt is the definition's prompt
+        "conversations": [{"when": "You are R2D2, a reviewer.", "steps": [{"text": "R2D2 saw"}]}],
+    }
+    reviewer = {
+        "description": "Reviews a diff",
+        "prompt": "You are R2D2, a reviewer.",
+        "tools": ["Read", "Grep"],
+    }
+    code, entries, errors = await _run(
+        project, env, steps, "--json", "review it", "--agents", json.dumps({"reviewer": reviewer})
+    )
+    assert code == 0, errors
+    assert _results(entries) == ["R2D2 saw"]
+
+
+async def test_tools_leaves_the_other_built_in_tools_out_of_the_request(
+    project: Path, env: dict[str, str]
+) -> None:
+    steps = [_bash("rm -rf x"), {"text": "done"}]
+    code, entries, errors = await _run(
+        project, env, steps, "--json", "go", "--tools", "Read", "--permission-mode", "auto"
+    )
+    assert code == 0, errors
+    (system,) = [e for e in entries if e["kind"] == "pi.system"]
+    tools = system["data"]["tools"]
+    assert "read" in tools and not {"bash", "edit", "write", "agent"} & set(tools)
+    (result,) = _results(entries)
+    assert result == "Tool 'bash' was not offered to the model."  # even in auto
+    assert (project / "x" / "keep.txt").exists()
+
+
+async def test_tools_shapes_claude_codes_init_line_and_an_empty_value_offers_none(
+    project: Path, env: dict[str, str]
+) -> None:
+    script = project.parent / "faux-script.json"
+    script.write_text(json.dumps([{"text": "done"}]))
+    for value, offered in (("Read,Grep", {"Read", "Grep"}), ("", set())):
+        with anyio.fail_after(TIMEOUT):
+            result = await anyio.run_process(
+                [str(BINARY), "--faux-script", str(script), "-p", "hi",
+                 "--output-format", "stream-json", f"--tools={value}"],
+                env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        init = json.loads(result.stdout.decode().splitlines()[0])
+        builtin = {"Bash", "Read", "Edit", "Write", "Glob", "Grep", "LS", "WebFetch", "Task"}
+        assert set(init["tools"]) & builtin == offered, init["tools"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--settings", "{not json"], "--settings (JSON): not valid JSON"),
+        (["--settings", "missing.json"], "missing.json: no such file"),
+        (["--settings", '{"permissions": {"deny": "Bash"}}'], "`permissions.deny` must be a list"),
+        (["--agents", "{not json"], "--agents (JSON): not valid JSON"),
+        (["--agents", '{"r": {"description": "d"}}'], '--agents: "r" needs "prompt"'),
+        (["--tools", "Bash,Frobnicate"], "--tools: unknown tool 'Frobnicate'"),
+    ],
+)
+async def test_a_bad_settings_agents_or_tools_value_is_one_usage_line(
+    project: Path, env: dict[str, str], flags: list[str], says: str
+) -> None:
+    code, entries, errors = await _run(project, env, [_bash("rm -rf x")], "-p", "go", *flags)
+    assert code == 2
+    (line,) = errors
+    assert line.startswith("coding-agent: error: ") and says in line, line
+    assert not entries and (project / "x" / "keep.txt").exists()
+    assert _sessions(env) == []

@@ -373,3 +373,19 @@ def test_a_plugins_hooks_load_after_the_settings_with_their_plugin_root(tmp_path
         "its hooks are not loaded",
     )
     assert plugin_hooks(None, []) == []
+
+
+def test_a_runs_settings_load_after_the_files_under_their_source(tmp_path: Path) -> None:
+    env = env_for(tmp_path)
+    user = write(tmp_path / "home/.claude/settings.json", {"hooks": {"Stop": [group(None, "u")]}})
+    given = {
+        "source": "--settings (JSON)",
+        "settings": {"hooks": {"Stop": [group(None, "run")], "Nope": [group(None, "x")]}},
+    }
+    found = load_hooks(env=env, given=given)
+    assert [(h.command, h.source) for h in found.hooks] == [
+        ("u", str(user)),
+        ("run", "--settings (JSON)"),
+    ]
+    (problem,) = found.problems  # what a file gets for an event it does not know
+    assert problem.startswith("--settings (JSON): ") and "Nope" in problem

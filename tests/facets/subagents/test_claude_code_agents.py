@@ -488,3 +488,36 @@ def test_a_plugins_agents_load_first_and_any_folders_agent_of_that_name_replaces
     )
     loaded = load_definitions(env=env_for(tmp_path), plugin_agents=[PLUGIN_AGENTS])
     assert loaded.agents["code-explorer"].source == str(mine)
+
+
+def test_agents_given_for_a_run_read_as_files_and_replace_a_files_agent(tmp_path: Path) -> None:
+    write(
+        claude_dir(tmp_path) / "reviewer.md", "---\nname: reviewer\ndescription: old\n---\nOld.\n"
+    )
+    given = {
+        "source": "--agents",
+        "agents": {
+            "reviewer": {
+                "description": "Reviews a diff",
+                "prompt": "You review.",
+                "tools": ["Read", "Glob", "TeamCreate"],
+                "model": "sonnet",
+                "permissionMode": "plan",
+            },
+            "Helper Bot": {"description": "helps", "prompt": ""},
+            "broken": {"prompt": "no description"},
+        },
+    }
+    loaded = load_definitions(env=env_for(tmp_path), given=given)
+    reviewer = loaded.agents["reviewer"]  # the run's, over ~/.claude/agents' file
+    assert (reviewer.description, reviewer.system_prompt) == ("Reviews a diff", "You review.")
+    assert reviewer.tools == ("read", "find") and reviewer.model == "sonnet"
+    assert reviewer.permission_mode == "plan" and reviewer.source == "--agents reviewer"
+    assert loaded.agents["helper-bot"].system_prompt == "You are the helper-bot agent: helps"
+    assert "broken" not in loaded.agents
+    assert list(loaded.errors) == [
+        '--agents broken:1: the frontmatter has no description: add "description: <when to use '
+        'this agent>"; the agent is skipped'
+    ]
+    (warning,) = loaded.warnings  # an agent file's warning, naming the agent
+    assert warning.startswith("--agents reviewer:1: unknown tool 'TeamCreate'")

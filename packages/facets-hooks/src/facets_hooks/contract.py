@@ -15,6 +15,7 @@ from chord import Context, Service, define_service
 __all__ = [
     "EVENTS",
     "NOT_RUN_EVENTS",
+    "RUN_SETTINGS_SERVICE",
     "HookInfo",
     "HooksListing",
     "HooksListingApi",
@@ -57,6 +58,12 @@ NOT_RUN_EVENTS: dict[str, str] = {
 }
 """Claude Code's other hook events, each with why this agent does not run it: a settings file
 naming one gets that reason instead of "unknown event" (its hooks are skipped)."""
+
+
+RUN_SETTINGS_SERVICE = "claude_run_settings"
+"""The harness service of a settings object the user gave for this run (Claude Code's
+``--settings``): ``{"source": <its file, or "--settings (JSON)">, "settings": {"hooks": ...}}``.
+Its hooks load after the settings files' and run as the user's own settings' do."""
 
 
 class HookInfo(TypedDict):

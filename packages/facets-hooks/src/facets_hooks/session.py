@@ -89,7 +89,7 @@ from pico3 import (
 )
 
 from .agent_hooks import AgentHooks
-from .contract import HookInfo, HooksListing, HooksSummary
+from .contract import RUN_SETTINGS_SERVICE, HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
 from .observer import follow_conversation
 from .permission import answer_permission
@@ -154,6 +154,7 @@ class Hooks:
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
             plugins=services.get("claude_plugins"),
+            given=services.get(RUN_SETTINGS_SERVICE),
         )
         self.agents.load(services)
         state_dir = services.get("state_dir")

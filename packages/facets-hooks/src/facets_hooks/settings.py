@@ -14,6 +14,10 @@ The files, in the order their hooks run:
    its commands run with ``CLAUDE_PLUGIN_ROOT`` set to the plugin's folder
    (:func:`plugin_hooks`).
 
+A settings object the user gave for this run (Claude Code's ``--settings``, the harness service
+``claude_run_settings``: :data:`~.contract.RUN_SETTINGS_SERVICE`) is read after 3., as a file is,
+named by its ``source``.
+
 The shape is Claude Code's::
 
     {"hooks": {"PreToolUse": [{"matcher": "Edit|Write",
@@ -403,11 +407,13 @@ def load_hooks(
     project: str | os.PathLike[str] | None = None,
     project_trusted: bool = False,
     plugins: object = None,
+    given: object = None,
 ) -> LoadedHooks:
     """Every hook of the files :func:`settings_files` names, in that order, then those of the
     Claude Code ``plugins`` the app loads (the ``claude_plugins`` harness service:
     :func:`plugin_hooks`); never raises for a file's content (its problems are in the
-    result)."""
+    result). ``given``: this run's ``--settings`` (``{"source", "settings"}``), read after the
+    files."""
     read, waiting = settings_files(env, project, project_trusted)
     hooks: list[HookSpec] = []
     problems: list[str] = []
@@ -417,6 +423,10 @@ def load_hooks(
             found, trouble = parse_settings(data, str(path))
             hooks.extend(found)
             problems.extend(trouble)
+    if isinstance(given, dict) and isinstance(given.get("source"), str):  # pyright: ignore[reportUnknownMemberType]
+        found, trouble = parse_settings(given.get("settings"), str(given["source"]))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+        hooks.extend(found)
+        problems.extend(trouble)
     hooks.extend(plugin_hooks(plugins, problems))
     held = [str(path) for path in waiting if _has_hooks(path)]
     return LoadedHooks(tuple(hooks), tuple(problems), tuple(held))

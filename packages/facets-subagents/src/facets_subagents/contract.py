@@ -27,6 +27,7 @@ __all__ = [
     "MCP_SERVERS_KEY",
     "MEMORY_KEY",
     "PERMISSION_MODE_KEY",
+    "RUN_AGENTS_SERVICE",
     "SKILLS_SERVICE",
     "SUBAGENT_KIND",
     "THINKING_KEY",
@@ -82,6 +83,12 @@ SKILLS_SERVICE = "skills"
 """The harness service (``HarnessOptions.services``) through which the host hands the feature
 the skills it loaded (a :class:`SkillSource`): the feature never imports the app, which owns
 the skills' folders and format. Without it, a definition's ``skills`` are warned about."""
+
+
+RUN_AGENTS_SERVICE = "claude_run_agents"
+"""The harness service of the agents the user defined for this run (Claude Code's
+``--agents``): ``{"source": "--agents", "agents": {name: {"description", "prompt", "tools",
+"model", ...}}}``, read as agent files are and replacing a file's agent of the same name."""
 
 
 class SkillSource(Protocol):

@@ -47,7 +47,13 @@ from pathlib import Path
 from typing import Any
 
 from . import fields as read
-from .claude_code import CLAUDE_TOOLS, description_text, map_tools, parse_frontmatter
+from .claude_code import (
+    CLAUDE_TOOLS,
+    Frontmatter,
+    description_text,
+    map_tools,
+    parse_frontmatter,
+)
 from .fields import AGENT_HOOK_EVENTS, EFFORT_LEVELS, LOOSER_MODES, PERMISSION_MODES
 
 __all__ = [
@@ -65,6 +71,7 @@ __all__ = [
     "agent_folders",
     "agent_id",
     "claude_agents_dir",
+    "given_definitions",
     "load_definitions",
     "parse_definition",
     "user_agents_dir",
@@ -242,7 +249,13 @@ def parse_definition(
             "1: no frontmatter: start the file with a --- line, name: and description: lines, "
             "and a closing --- line"
         )
-    front = parse_frontmatter(match.group(1))
+    return _definition(parse_frontmatter(match.group(1)), match.group(2).strip(), source, plugin)
+
+
+def _definition(
+    front: Frontmatter, body: str, source: str, plugin: bool = False
+) -> tuple[AgentDefinition, tuple[str, ...]]:
+    """:func:`parse_definition`'s work once the frontmatter and the body are apart."""
     fields = front.fields
     written = fields.get("name")
     if written is None or (isinstance(written, str) and not written.strip()):
@@ -309,7 +322,6 @@ def parse_definition(
     if "isolation" in given and permission_mode is None:
         permission_mode = "ask"  # its author meant its changes to stay apart: each one asks
     warnings = tuple(notes)
-    body = match.group(2).strip()
     text_description = description_text(str(description))
     return (
         AgentDefinition(
@@ -377,6 +389,34 @@ def _folder(
         into[definition.name] = definition
 
 
+def given_definitions(
+    given: object, into: dict[str, AgentDefinition], errors: list[str], warnings: list[str]
+) -> None:
+    """The agents the user defined for this run (Claude Code's ``--agents``: the harness
+    service ``claude_run_agents``, ``{"source", "agents": {name: {"description", "prompt",
+    "tools", "model", ...}}}``), each read as an agent file whose frontmatter is its fields
+    (``name`` its key) and whose body is its ``prompt``, with a file's errors and warnings."""
+    if not isinstance(given, Mapping):
+        return
+    source = str(given.get("source") or "--agents")  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    agents: Any = given.get("agents")  # pyright: ignore[reportUnknownMemberType]
+    for name, value in agents.items() if isinstance(agents, Mapping) else ():  # pyright: ignore[reportUnknownVariableType]
+        where = f"{source} {name}"
+        if not isinstance(value, Mapping):
+            errors.append(f"{where}: must be an object of an agent file's fields; skipped")
+            continue
+        written: dict[str, Any] = {str(k): v for k, v in value.items() if k != "prompt"}  # pyright: ignore[reportUnknownVariableType]
+        body = value.get("prompt")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        front = Frontmatter({**written, "name": name}, {}, {})
+        try:
+            definition, notes = _definition(front, str(body or "").strip(), where)  # pyright: ignore[reportUnknownArgumentType]
+        except ValueError as exc:
+            errors.append(f"{where}:{exc}; the agent is skipped")
+            continue
+        warnings.extend(notes)
+        into[definition.name] = definition
+
+
 def waiting_definitions(
     project: str | os.PathLike[str], env: Mapping[str, str] | None = None
 ) -> tuple[Waiting, ...]:
@@ -399,11 +439,13 @@ def load_definitions(
     project_trusted: bool = False,
     env: Mapping[str, str] | None = None,
     plugin_agents: Sequence[str | os.PathLike[str]] = (),
+    given: object = None,
 ) -> Definitions:
     """Every definition of the folders (:func:`agent_folders`), with the problems met.
     ``plugin_agents`` are the agent folders and files of the Claude Code plugins the app
     loads (the ``claude_plugins`` harness service), read first: any folder's agent of the same
-    name replaces a plugin's."""
+    name replaces a plugin's. ``given``: this run's ``--agents`` (:func:`given_definitions`),
+    read last: they replace a folder's agent of the same name, as in Claude Code."""
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
     warnings: list[str] = []
@@ -411,5 +453,6 @@ def load_definitions(
         _folder(folder, agents, errors, warnings, plugin=True)
     for folder in agent_folders(project, project_trusted, env):
         _folder(folder, agents, errors, warnings)
+    given_definitions(given, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

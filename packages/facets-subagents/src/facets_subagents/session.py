@@ -55,6 +55,7 @@ from .contract import (
     MCP_SERVERS_KEY,
     MEMORY_KEY,
     PERMISSION_MODE_KEY,
+    RUN_AGENTS_SERVICE,
     SKILLS_SERVICE,
     SUBAGENT_KIND,
     THINKING_KEY,
@@ -157,6 +158,7 @@ class Subagents:
             project_trusted=bool(services.get("project_trusted", False)),
             env=self.env,
             plugin_agents=_plugin_agents(services.get("claude_plugins")),
+            given=services.get(RUN_AGENTS_SERVICE),
         )
         missing = self.missing_skills()
         if missing:  # for /agents definitions too, before any subagent runs

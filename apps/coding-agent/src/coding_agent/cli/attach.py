@@ -289,13 +289,15 @@ async def run_headless_on_server(
     wait: float | None = None,
     watch: Callable[[WireServiceSource], Coroutine[Any, Any, None]] | None = None,
     interrupt: Interrupt | None = None,
+    left_out: frozenset[str] = frozenset(),
 ) -> int:
     """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
     ``again()`` after a drop), reporting as the local headless modes do. ``wait`` parks each
     approval that long for another client to answer (``--wait-for-approval``); ``watch`` runs
     beside the turn with the connection's source (a local worker's supervisor restarts it);
     ``interrupt``'s first signal aborts the turn in the session (:mod:`coding_agent.cli.
-    interrupt`)."""
+    interrupt`). ``left_out``: the tools the worker's ``--tools`` leaves out (not listed as
+    offered)."""
     errors = err if err is not None else sys.stderr
     pending = [first]
     refused: list[str] = []
@@ -371,6 +373,7 @@ async def run_headless_on_server(
                         verbose=verbose,
                         latest=lambda: root.found[-1],
                         interrupt=interrupt,
+                        left_out=left_out,
                     )
             finally:
                 with anyio.CancelScope(shield=True):
@@ -424,6 +427,7 @@ async def run_parked_headless(
         return await run_headless_on_server(
             content, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
             wait=wait, watch=keeper.watch, interrupt=interrupt,
+            left_out=run.resolve().left_out() if run is not None else frozenset(),
         )  # fmt: skip
     finally:
         with anyio.CancelScope(shield=True):

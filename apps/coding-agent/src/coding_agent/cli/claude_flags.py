@@ -7,7 +7,7 @@ are this command line's own too, with Claude Code's shapes and meaning
 here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptEdits`` is
 ``accept-edits``, ``default`` is ``ask``), and so are the run-scoped flags ``--allowedTools``,
 ``--disallowedTools``, ``--system-prompt``, ``--append-system-prompt`` (and their ``-file``
-forms), ``--mcp-config`` and ``--strict-mcp-config``
+forms), ``--mcp-config``, ``--strict-mcp-config``, ``--settings``, ``--agents`` and ``--tools``
 (:mod:`coding_agent.settings.run_options`); every other flag of Claude Code's that this command
 line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
@@ -49,11 +49,6 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
     "not read",
     "--include-partial-messages": "--json streams every event as it happens",
-    "--tools": "deny rules in permissions.deny of ~/.claude/settings.json for the tools to "
-    "leave out",
-    "--settings": "settings are read from ~/.claude/settings.json, a trusted project's "
-    ".claude/settings.json and config.toml (coding-agent config shows them)",
-    "--agents": "agent definitions go in ~/.claude/agents/ or a trusted project's .claude/agents/",
     "--permission-prompt-tool": "--wait-for-approval leaves approvals to another client "
     "(coding-agent attach, an editor)",
     "--fallback-model": "no counterpart: a failing model's error ends the run (exit 1)",
@@ -131,6 +126,24 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="only the servers of --mcp-config (no configured ones)",
     )
+    parser.add_argument(
+        "--settings",
+        metavar="FILE_OR_JSON",
+        help="one more Claude Code settings file for this run (a file or the JSON itself): its "
+        "permission rules and hooks apply as your ~/.claude/settings.json's do",
+    )
+    parser.add_argument(
+        "--agents",
+        metavar="JSON",
+        help='subagents for this run: {"name": {"description": ..., "prompt": ..., "tools": '
+        '[...], "model": ...}}',
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="TOOLS",
+        help='the built-in tools the model is offered this run ("Bash,Edit,Read"; "" none, '
+        "default all); --allowedTools decides which of them run unasked",
+    )
 
 
 _RUN_DESTS = (
@@ -142,6 +155,9 @@ _RUN_DESTS = (
     "append_system_prompt_file",
     "mcp_config",
     "strict_mcp_config",
+    "settings",
+    "agents",
+    "tools",
 )
 
 
@@ -169,6 +185,11 @@ def run_flags(args: argparse.Namespace, *, elsewhere: bool) -> RunFlags | None:
             for value in args.mcp_config
         ),
         strict_mcp_config=args.strict_mcp_config,
+        settings=args.settings
+        if args.settings is None or args.settings.lstrip().startswith("{")
+        else absolute(args.settings),
+        agents=args.agents,
+        tools=args.tools,
     )
     if elsewhere:
         raise RunOptionsError(

@@ -533,6 +533,7 @@ async def run_headless(
             options=send_options,
             interrupt=interrupt,
             limit=limit,
+            left_out=config.run.left_out(),
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         if turn.claude is not None:
@@ -619,6 +620,7 @@ async def follow_turn(
     options: Mapping[str, Any] | None = None,
     interrupt: Interrupt | None = None,
     limit: TurnLimit | None = None,
+    left_out: frozenset[str] = frozenset(),
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -627,7 +629,8 @@ async def follow_turn(
     more members of the send (a command's ``model`` and ``allow``). While the turn is followed
     ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`).
     ``limit`` (``--max-turns``) counts this conversation's model calls; a call past it aborts
-    the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``)."""
+    the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
+    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -647,7 +650,7 @@ async def follow_turn(
         tools = config.get("selectedTools") if isinstance(config, dict) else None
         claude.init(
             model=model,
-            tools=[str(t) for t in tools] if isinstance(tools, list) else [],  # pyright: ignore[reportUnknownVariableType]
+            tools=[str(t) for t in tools if t not in left_out] if isinstance(tools, list) else [],  # pyright: ignore[reportUnknownVariableType]
             permission_mode=session_line.get("mode"),
         )
     if limit is not None:  # this conversation's model calls are counted from here

@@ -51,6 +51,10 @@ Claude Code those variables are set for Claude itself as well as its commands (i
 command (``BASH_ENV``, ``LD_PRELOAD``, ``PATH``, ``GIT_SSH_COMMAND``) is a way to run code in
 commands the user approved as harmless; the note says to export them before starting the agent.
 ``sandbox`` is not honoured either, and its note says loudly that bash is *not* sandboxed.
+
+Claude Code's ``--settings FILE_OR_JSON`` (:mod:`coding_agent.settings.run_options`) is read as
+your own file for one run, with the same notes (:func:`flag_notes`), but for
+``permissions.defaultMode`` and ``enabledPlugins``, which it does not set (a note each).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ __all__ = [
     "approve_allow_disabled",
     "auto_disabled",
     "default_mode",
+    "flag_notes",
     "mode_note",
     "restrictions",
     "unread_keys",
@@ -218,6 +223,35 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     notes.append(_note(path, name, _ADVICE.get(name)))
         elif key not in HONOURED and not _already_so(key, value):
             notes.append(_note(path, key, _ADVICE.get(key)))
+    return notes
+
+
+_FLAG_ADVICE = {
+    "permissions.defaultMode": "not taken from --settings; choose this run's mode with "
+    "--permission-mode (ask, accept-edits, plan, sandbox, auto)",
+    "enabledPlugins": "not taken from --settings; plugins load when ~/.claude/settings.json "
+    "enables them",
+}
+
+
+def flag_notes(source: str, data: dict[str, Any]) -> list[str]:
+    """The notes of ``--settings``' ``data`` (``source``: its file, or ``--settings (JSON)``):
+    read as your own settings file (:func:`unread_keys`), but for the mode and the plugins,
+    which it does not set (:data:`_FLAG_ADVICE`)."""
+    path = Path(source)
+    rest = {key: value for key, value in data.items() if key != "enabledPlugins"}
+    table = data.get("permissions")
+    if isinstance(table, dict):
+        rest["permissions"] = {
+            key: value for key, value in cast(dict[str, Any], table).items() if key != "defaultMode"
+        }
+    notes = unread_keys(path, rest, project=False)
+    if isinstance(table, dict) and "defaultMode" in table:
+        mode = "permissions.defaultMode"
+        if cast(dict[str, Any], table)["defaultMode"] != DONT_ASK:  # dontAsk: a restriction
+            notes.append(_note(path, mode, _FLAG_ADVICE[mode]))
+    if "enabledPlugins" in data:
+        notes.append(_note(path, "enabledPlugins", _FLAG_ADVICE["enabledPlugins"]))
     return notes
 
 

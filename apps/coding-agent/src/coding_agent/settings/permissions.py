@@ -54,7 +54,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from coding_agent.settings.claude_settings import default_mode, restrictions, unread_keys
+from coding_agent.settings.claude_settings import (
+    default_mode,
+    flag_notes,
+    restrictions,
+    unread_keys,
+)
 from coding_agent.settings.config import project_config_path, user_config_path
 from coding_agent.settings.run_options import CLI_RULE_SOURCE
 from coding_agent.settings.trust import (
@@ -71,7 +76,11 @@ __all__ = ["KINDS", "PermissionFiles", "WorkingSettings", "starting_mode"]
 
 KINDS = ("allow", "ask", "deny")
 
-_ADDED = {"user": "additional_directories", "claude-user": "additionalDirectories"}
+_ADDED = {
+    "user": "additional_directories",
+    "claude-user": "additionalDirectories",
+    "claude-flag": "additionalDirectories",
+}
 """Where the added working directories are read: your own files only (a project's could add
 ``~``; :mod:`coding_agent.settings.config` and the Claude Code note refuse it there)."""
 
@@ -119,6 +128,7 @@ class PermissionFiles:
     def __init__(self, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
         self._env = dict(os.environ if env is None else env)
         self._run_rules: list[dict[str, str]] = []
+        self._run_settings: tuple[str, dict[str, Any]] | None = None
         self.root = project_root_for(cwd)
         self.user_file = user_config_path(self._env)
         self.project_file = project_config_path(cwd)
@@ -144,6 +154,15 @@ class PermissionFiles:
         found them valid: listed after the files' rules and decided as theirs are, whether the
         project is trusted or not; never written anywhere (:meth:`remove` refuses them)."""
         self._run_rules = [dict(rule) for rule in rules]
+        self._seen = None
+
+    def set_run_settings(self, source: str, data: Mapping[str, Any]) -> None:
+        """This run's ``--settings`` (``source``: its file, or ``--settings (JSON)``), read as
+        your own ``~/.claude/settings.json`` is, trusted project or not: its ``permissions``
+        rules (listed with ``source``), its restrictive switches and
+        ``additionalDirectories``; every other key is the note a file's is
+        (:func:`~coding_agent.settings.claude_settings.flag_notes`). Never written anywhere."""
+        self._run_settings = (source, dict(data))
         self._seen = None
 
     def trusted(self) -> tuple[bool, str | None]:
@@ -182,6 +201,7 @@ class PermissionFiles:
             for kind in KINDS:
                 for rule in lists.get(kind, ()):
                     rules.append({"rule": rule, "kind": kind, "source": str(path), "scope": scope})
+        rules += self._flag_rules(problems)  # --settings, trusted project or not
         rules += self._run_rules  # --allowedTools / --disallowedTools, trusted project or not
         self._working = self._working_settings(problems)
         self._loaded = {
@@ -194,6 +214,23 @@ class PermissionFiles:
         }
         self._seen = seen
         return self._loaded
+
+    def _flag_rules(self, problems: list[str]) -> list[dict[str, Any]]:
+        """The rules of ``--settings`` (:meth:`set_run_settings`), its notes into ``problems``."""
+        if self._run_settings is None:
+            return []
+        source, data = self._run_settings
+        self._claude.append((Path(source), data))
+        problems.extend(flag_notes(source, data))
+        table = data.get("permissions")
+        if not isinstance(table, dict):
+            return []
+        self._tables["claude-flag"] = (Path(source), cast(dict[str, Any], table))
+        return [
+            {"rule": rule, "kind": kind, "source": source, "scope": "session"}
+            for kind in KINDS
+            for rule in cast(dict[str, Any], table).get(kind) or ()
+        ]
 
     def restrictions(self) -> dict[str, str]:
         """Claude Code's restrictive switches in force, each with the file that turned it on
@@ -381,6 +418,11 @@ class PermissionFiles:
         """Delete ``rule`` from the ``kind`` list of the file ``source`` (one of this session's
         rule files). Raises ``ValueError`` naming what is not there, or for a rule of this
         run's command line (it lasts for the run)."""
+        if self._run_settings is not None and source == self._run_settings[0]:
+            raise ValueError(
+                f"{rule} comes from this run's --settings: it lasts until the session's worker "
+                "stops (start without it to drop it)"
+            )
         if source == CLI_RULE_SOURCE:
             flag = "--allowedTools" if kind == "allow" else "--disallowedTools"
             raise ValueError(

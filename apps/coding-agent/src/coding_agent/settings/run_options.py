@@ -42,12 +42,15 @@ from typing import Any, cast
 import msgspec
 
 __all__ = [
+    "CLAUDE_RUN_AGENTS",
+    "CLAUDE_RUN_SETTINGS",
     "CLI_RULE_SOURCE",
     "MCP_CLIENT_SERVERS",
     "RunFlags",
     "RunOptions",
     "RunOptionsError",
     "add_worker_flags",
+    "builtin_tools",
     "split_rules",
     "worker_flags",
 ]
@@ -58,6 +61,15 @@ CLI_RULE_SOURCE = "command line"
 MCP_CLIENT_SERVERS = "mcp_client_servers"
 """The MCP feature's harness service of the servers a client brought (the feature's
 ``CLIENT_SERVERS_SERVICE``; the app names feature services by their ids)."""
+
+
+CLAUDE_RUN_SETTINGS = "claude_run_settings"
+"""The hooks feature's harness service of ``--settings`` (``{"source", "settings"}``; its
+``RUN_SETTINGS_SERVICE``)."""
+
+CLAUDE_RUN_AGENTS = "claude_run_agents"
+"""The subagents feature's harness service of ``--agents`` (``{"source", "agents"}``; its
+``RUN_AGENTS_SERVICE``)."""
 
 
 class RunOptionsError(ValueError):
@@ -102,6 +114,14 @@ class RunOptions(msgspec.Struct, frozen=True):
     """``--mcp-config``'s servers, merged (name -> entry); ``None``: none given."""
     strict_mcp: bool = False
     """``--strict-mcp-config``: only :attr:`mcp_servers` start."""
+    settings: dict[str, Any] | None = None
+    """``--settings``' JSON object; ``None``: none given."""
+    settings_source: str = ""
+    """Where :attr:`settings` came from: the file, or ``--settings (JSON)``."""
+    agents: dict[str, Any] | None = None
+    """``--agents``' definitions (name -> fields); ``None``: none given."""
+    tools: tuple[str, ...] | None = None
+    """``--tools`` as our tool names; ``None``: every tool (no ``--tools``, or ``default``)."""
 
     def rules(self) -> list[dict[str, str]]:
         """The permission rules as a permission source's ``load()`` lists them: deny first."""
@@ -120,6 +140,35 @@ class RunOptions(msgspec.Struct, frozen=True):
             found["strict"] = True
         return found
 
+    def services(self) -> dict[str, Any]:
+        """The harness services these flags give the features (by id: MCP's
+        ``mcp_client_servers``, hooks' ``claude_run_settings``, subagents'
+        ``claude_run_agents``), those of the flags given."""
+        found = {
+            MCP_CLIENT_SERVERS: self.mcp_service(),
+            CLAUDE_RUN_SETTINGS: self.settings_service(),
+            CLAUDE_RUN_AGENTS: self.agents_service(),
+        }
+        return {name: value for name, value in found.items() if value is not None}
+
+    def left_out(self) -> frozenset[str]:
+        """The built-in tools ``--tools`` leaves out (our names; none without it)."""
+        if self.tools is None:
+            return frozenset()
+        return builtin_tools() - frozenset(self.tools)
+
+    def settings_service(self) -> dict[str, Any] | None:
+        """The hooks feature's ``claude_run_settings`` value (``None``: no ``--settings``)."""
+        if self.settings is None:
+            return None
+        return {"source": self.settings_source, "settings": self.settings}
+
+    def agents_service(self) -> dict[str, Any] | None:
+        """The subagents feature's ``claude_run_agents`` value (``None``: no ``--agents``)."""
+        if self.agents is None:
+            return None
+        return {"source": "--agents", "agents": self.agents}
+
 
 class RunFlags(msgspec.Struct, frozen=True):
     """The run-scoped flags as given (files made absolute): what travels to the worker."""
@@ -132,6 +181,9 @@ class RunFlags(msgspec.Struct, frozen=True):
     append_system_prompt_file: str | None = None
     mcp_config: tuple[str, ...] = ()
     strict_mcp_config: bool = False
+    settings: str | None = None
+    agents: str | None = None
+    tools: str | None = None
 
     @property
     def given(self) -> bool:
@@ -149,6 +201,9 @@ class RunFlags(msgspec.Struct, frozen=True):
             "--append-system-prompt-file": self.append_system_prompt_file is not None,
             "--mcp-config": self.mcp_config,
             "--strict-mcp-config": self.strict_mcp_config,
+            "--settings": self.settings is not None,
+            "--agents": self.agents is not None,
+            "--tools": self.tools is not None,
         }
         return [name for name, value in found.items() if value]
 
@@ -182,6 +237,10 @@ class RunFlags(msgspec.Struct, frozen=True):
             ),
             mcp_servers=servers,
             strict_mcp=self.strict_mcp_config,
+            settings=None if self.settings is None else _settings(self.settings),
+            settings_source=_settings_source(self.settings),
+            agents=None if self.agents is None else _agents(self.agents),
+            tools=None if self.tools is None else _tools(self.tools),
         )
 
     def worker_args(self) -> list[str]:
@@ -204,6 +263,13 @@ class RunFlags(msgspec.Struct, frozen=True):
             argv.append(f"--mcp-config={value}")
         if self.strict_mcp_config:
             argv.append("--strict-mcp-config")
+        for flag, value in (
+            ("--settings", self.settings),
+            ("--agents", self.agents),
+            ("--tools", self.tools),
+        ):
+            if value is not None:
+                argv.append(f"{flag}={value}")
         return argv
 
 
@@ -220,6 +286,9 @@ def add_worker_flags(parser: Any) -> None:
         parser.add_argument(flag, metavar="TEXT")
     parser.add_argument("--mcp-config", action="append", default=[], metavar="FILE_OR_JSON")
     parser.add_argument("--strict-mcp-config", action="store_true")
+    parser.add_argument("--settings", metavar="FILE_OR_JSON")
+    parser.add_argument("--agents", metavar="JSON")
+    parser.add_argument("--tools", metavar="TOOLS")
 
 
 def worker_flags(args: Any) -> RunFlags:
@@ -233,6 +302,9 @@ def worker_flags(args: Any) -> RunFlags:
         append_system_prompt_file=args.append_system_prompt_file,
         mcp_config=tuple(args.mcp_config),
         strict_mcp_config=args.strict_mcp_config,
+        settings=args.settings,
+        agents=args.agents,
+        tools=args.tools,
     )
 
 
@@ -279,3 +351,101 @@ def _mcp_servers(value: str) -> dict[str, Any]:
                 f'{where}: server "{name}" needs "command" (a program to start) or "url"'
             )
     return cast(dict[str, Any], servers)
+
+
+def _json_object(value: str, flag: str, *, file: bool) -> tuple[str, dict[str, Any]]:
+    """``value`` read as JSON text (it starts with ``{``) or, when ``file``, as a JSON file:
+    the words naming it in an error (``--settings (JSON)``, ``--settings FILE``) and the
+    object."""
+    if file and not value.lstrip().startswith("{"):
+        label = f"{flag} {value}"
+        try:
+            text = Path(value).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise RunOptionsError(
+                f"{label}: no such file (give a file or the JSON itself: '{{...}}')"
+            ) from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise RunOptionsError(f"{label}: cannot read it ({error})") from None
+    else:
+        text, label = value, f"{flag} (JSON)"
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise RunOptionsError(f"{label}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise RunOptionsError(f"{label}: expected a JSON object ({{...}})")
+    return label, cast(dict[str, Any], data)
+
+
+def _settings_source(value: str | None) -> str:
+    """Where ``--settings``' value comes from, as its notes and rules name it."""
+    if value is None:
+        return ""
+    return "--settings (JSON)" if value.lstrip().startswith("{") else value
+
+
+def _settings(value: str) -> dict[str, Any]:
+    """``--settings``' object: a settings file's shape (``permissions`` a table of rule lists,
+    ``hooks`` a table of events); the rest is for the readers' notes."""
+    label, data = _json_object(value, "--settings", file=True)
+    table = data.get("permissions")
+    if table is not None and not isinstance(table, dict):
+        raise RunOptionsError(f"{label}: `permissions` must be an object of allow, ask and deny")
+    for kind in ("allow", "ask", "deny"):
+        rules = cast(dict[str, Any], table or {}).get(kind)
+        if rules is not None and not (
+            isinstance(rules, list) and all(isinstance(r, str) for r in cast(list[Any], rules))
+        ):
+            raise RunOptionsError(f"{label}: `permissions.{kind}` must be a list of rules")
+    hooks = data.get("hooks")
+    if hooks is not None and not isinstance(hooks, dict):
+        raise RunOptionsError(f"{label}: `hooks` must be an object of events")
+    return data
+
+
+def _agents(value: str) -> dict[str, Any]:
+    """``--agents``' definitions: each name's object needs ``description`` and ``prompt`` (an
+    agent file's frontmatter and body); the rest the subagents feature reads as a file's."""
+    _label, data = _json_object(value, "--agents", file=False)
+    for name, fields in data.items():
+        if not isinstance(fields, dict):
+            raise RunOptionsError(
+                f'--agents: "{name}" must be an object ({{"description": ..., "prompt": ...}})'
+            )
+        for key in ("description", "prompt"):
+            text = cast(dict[str, Any], fields).get(key)
+            if not isinstance(text, str) or not text.strip():
+                raise RunOptionsError(f'--agents: "{name}" needs "{key}" (text)')
+    return data
+
+
+def _tools(value: str) -> tuple[str, ...] | None:
+    """``--tools``' names as ours (Claude Code's through ``pico3.CLAUDE_CODE_TOOLS``, or ours);
+    ``None`` for ``default`` (every tool); ``()`` for ``""`` (no built-in tool)."""
+    # lazy: the command line imports pico3 only when --tools is given
+    from pico3 import CLAUDE_CODE_TOOLS
+
+    names = split_rules([value])
+    if names == ("default",):
+        return None
+    ours = set(CLAUDE_CODE_TOOLS.values())
+    found: list[str] = []
+    for name in names:
+        tool = CLAUDE_CODE_TOOLS.get(name) or (name if name in ours else None)
+        if tool is None:
+            known = ", ".join(sorted(CLAUDE_CODE_TOOLS))
+            raise RunOptionsError(
+                f'--tools: unknown tool {name!r} (the built-in tools: {known}; "" for none, '
+                "default for all)"
+            )
+        found.append(tool)
+    return tuple(dict.fromkeys(found))
+
+
+def builtin_tools() -> frozenset[str]:
+    """Our names of the built-in tools ``--tools`` chooses among (the values of
+    ``pico3.CLAUDE_CODE_TOOLS``)."""
+    from pico3 import CLAUDE_CODE_TOOLS
+
+    return frozenset(CLAUDE_CODE_TOOLS.values())

@@ -36,6 +36,7 @@ Command line::
         [--tool-calling native|text] [--linger SECONDS]
         [--allowed-tool=RULE]... [--disallowed-tool=RULE]... [--system-prompt[-file]=...]
         [--append-system-prompt[-file]=...] [--mcp-config=FILE_OR_JSON]... [--strict-mcp-config]
+        [--settings=FILE_OR_JSON] [--agents=JSON] [--tools=TOOLS]
 
 The last line is Claude Code's run-scoped flags as the command line took them
 (:mod:`coding_agent.settings.run_options`): this worker's only, stored nowhere.
@@ -118,7 +119,6 @@ from coding_agent.settings.package_reload import (
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 from coding_agent.settings.permissions import PermissionFiles
 from coding_agent.settings.run_options import (
-    MCP_CLIENT_SERVERS,
     RunFlags,
     RunOptions,
     RunOptionsError,
@@ -538,9 +538,10 @@ async def open_session_host(
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
-        brought = config.run.mcp_service()
-        if brought is not None:  # --mcp-config: the user's own servers, for this run
-            services[MCP_CLIENT_SERVERS] = brought
+        # --mcp-config's servers, --settings' hooks, --agents' subagents: the user's own, this run
+        services.update(config.run.services())
+        if config.run.settings is not None:  # its rules and switches, beside the files'
+            rule_files.set_run_settings(config.run.settings_source, config.run.settings)
         services.update(extra_services or {})
         # No approval package, no unapproved calls: pico3 blocks them (the approval gate) and
         # the model and the user read which package is missing and what restores it.
@@ -603,6 +604,7 @@ async def open_session_host(
                     environment=environment,
                     web=config.web,
                     env=config.env,
+                    left_out=config.run.left_out(),  # --tools
                 ),
                 session_tree_facet(
                     history, on_visit=visit_recorder(session, config.fsync, writer=activity)

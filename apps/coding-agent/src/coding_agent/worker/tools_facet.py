@@ -366,6 +366,7 @@ def tools_facet(
     environment: ChildEnvironment | None = None,
     web: WebSettings | None = None,
     env: Mapping[str, str] | None = None,
+    left_out: frozenset[str] = frozenset(),
 ) -> Facet:
     """A session facet registering ``specs`` (default: every built-in tool) on the harness;
     with ``history``, ``write`` and ``edit`` journal each file's pre-image there first.
@@ -373,7 +374,9 @@ def tools_facet(
     returned to it (without it, they are). The processes the tools start get ``environment``
     (default: the harness service ``child_environment``, else
     :meth:`~pico3.ChildEnvironment.default`). ``web`` configures ``web_fetch`` and
-    ``web_search`` (whose key is read from ``env``)."""
+    ``web_search`` (whose key is read from ``env``). ``left_out``: the tools (any facet's,
+    by name) no conversation is offered this run (Claude Code's ``--tools``: the same
+    ``system_instructions`` hook leaves them out of every loadout)."""
     chosen = list(builtin_tools(web, env) if specs is None else specs)
     spill = os.fspath(spill_dir) if spill_dir is not None else None
     if spill is not None:
@@ -452,20 +455,25 @@ def tools_facet(
 
     provider_only = [s.name for s in chosen if s.description == PROVIDER_SEARCH_DESCRIPTION]
 
-    def unserved_search(payload: dict[str, Any], api: Any, ctx: Context) -> Any:
+    def unserved(payload: dict[str, Any]) -> bool:
         # the provider-only web_search leaves the loadout of a model whose provider cannot run
         # it (the faux one, most SDK models), so /context lists only what the model can use
-        del api, ctx
-        tools = payload["tools"]
-        if models is None or not any(name in tools for name in provider_only):
-            return None
+        if models is None or not any(name in payload["tools"] for name in provider_only):
+            return False
         resolved = models.resolve(payload["config"].get("model"))
         if resolved is None:
-            return None
+            return False
         provider, info = resolved.provider, resolved.info
-        if isinstance(provider, ProviderSearch) and provider.serves_search(info):
+        return not (isinstance(provider, ProviderSearch) and provider.serves_search(info))
+
+    def loadout(payload: dict[str, Any], api: Any, ctx: Context) -> Any:
+        # one hook for both, as the last override of a loadout wins (pico3's hook point)
+        del api, ctx
+        tools = payload["tools"]
+        dropped = left_out | (frozenset(provider_only) if unserved(payload) else frozenset())
+        if not dropped.intersection(tools):
             return None
-        return {"tools": [name for name in tools if name not in provider_only]}
+        return {"tools": [name for name in tools if name not in dropped]}
 
     declarations = [
         tool_declaration(
@@ -505,8 +513,8 @@ def tools_facet(
         try:
             for declaration in declarations:
                 removers.append(harness.register_tool(declaration))
-            if provider_only:
-                hooks = {"system_instructions": unserved_search}
+            if provider_only or left_out:
+                hooks = {"system_instructions": loadout}
                 removers.append(harness.hooks(namespace, MODEL_CALL_KIND, hooks))
         except BaseException:
             for remove in reversed(removers):
