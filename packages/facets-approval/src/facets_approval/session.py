@@ -176,7 +176,8 @@ from .contract import (
     check_mode,
     stricter,
 )
-from .gitconfig import git_reason, trusted_root
+from .git_approvals import Lookup, git_approvals, remember
+from .gitconfig import git_check, trusted_root
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .hook_answers import (
     INTERRUPT_KEY,
@@ -491,11 +492,12 @@ class ApprovalInstallation:
         if mode == "plan":
             return {"verdict": "block", "by": "mode", "why": "the session is in plan mode"}
         folder = workspace if isinstance(workspace, str) else None
+        lookup = Lookup(git_approvals(services or {}))  # approved as it is: runs (.git_approvals)
         configured = await anyio.to_thread.run_sync(
-            git_reason, command, folder, trusted_root(self.store.source)
+            git_check, command, folder, trusted_root(self.store.source), lookup
         )
         if configured is not None:  # a person must allow it (a template's allowed-tools cannot)
-            return {"verdict": "ask", "by": "repository", "why": configured}
+            return {"verdict": "ask", "by": "repository", "why": configured.reason}
         if verdict.kind != "allow" and mode != "auto":
             return {
                 "verdict": "ask",
@@ -718,20 +720,18 @@ def install_approval(
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
             forget = checked(key, pinned)
         runs = action == "run" or (verdict.kind == "allow" and reason is None)
+        remembering: list[dict[str, Any]] = []  # repositories a person may approve as they are
         if tool == "bash" and runs and done is None and isinstance(arguments, dict):
             # last: a git the call runs unasked must not run what its repository configured
+            # (unless a person approved that configuration as it is now: .git_approvals)
             line: Any = arguments.get("command")  # pyright: ignore[reportUnknownMemberType]
             trusted = trusted_root(store.source)
-            configured = await anyio.to_thread.run_sync(git_reason, line, workspace, trusted)
-            if configured is not None:
-                action, reason = (
-                    "ask",
-                    (
-                        f"This asks because {configured}. Trusting the project (/trust) lets "
-                        "its git configuration run unasked."
-                    ),
-                )
-                personal = configured
+            lookup = Lookup(git_approvals(services()))
+            check = await anyio.to_thread.run_sync(git_check, line, workspace, trusted, lookup)
+            if check is not None:
+                action, reason = "ask", lookup.reason(check.reason)
+                personal = check.reason
+                remembering = lookup.offered(check.repositories)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
@@ -779,6 +779,8 @@ def install_approval(
                     request["scopes"] = store.scopes()
                 if done is None and tool in rules.sandboxed and sandbox_ready():
                     request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
+                if remembering:  # "Allow always while its git configuration stays as it is"
+                    request["repositories"] = remembering
                 if tool == "write":
                     existing = _existing_size(arguments, workspace)
                     if existing is not None:
@@ -792,6 +794,8 @@ def install_approval(
                         forget()
                     return {"block": sibling_reason(tool, stopping)}
                 candidate = check_decision(answered, request)
+                if candidate.get("remember") is True:  # what the dialog showed is what is kept
+                    candidate["repositories"] = remembering
             decision = await api.memo("decision", candidate, ctx)
             if hooked and decision.get("by") == hooked:  # said on the worker's log
                 verb = "allowed" if decision["decision"] == "allow" else "refused"
@@ -809,6 +813,11 @@ def install_approval(
         if decision.get("sandboxed") is True and isinstance(arguments, dict):
             inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
             done = {"call": {**call, "arguments": inside}}
+        if decision.get("remember") is True:  # the repositories' configuration, as it was shown
+            approvals = git_approvals(services())
+            kept = decision.get("repositories")
+            for problem in await anyio.to_thread.run_sync(remember, approvals, kept):
+                store.report(problem)
         if decision.get("rule") and decision.get("scope"):
             try:
                 await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)
