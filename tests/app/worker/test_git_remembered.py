@@ -16,7 +16,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from permissions_support import CommandTui, presentation
 from worker_support import Client, connected, deny, text_of, worker_process, write_script
 
 from chord.context import BACKGROUND, Context
@@ -138,3 +140,38 @@ async def test_a_corrupt_store_is_an_error_naming_the_file_and_is_left_as_it_is(
     with pytest.raises(ValueError, match=f"{store.path}: the git approvals file is corrupt"):
         store.approve(str(project / ".git"), "f", [])
     assert store.path.read_text() == "{not json"  # never silently reset
+
+
+async def test_permissions_lists_an_approval_and_forgets_it(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "HOOK-RAN"
+    arm(project, marker)
+    git_dir = str((project / ".git").resolve())
+    store = GitApprovalStore.default(env)
+    store.approve(git_dir, "an older configuration", ["./old.sh (core.fsmonitor in .git/config)"])
+    steps = [{"toolCalls": [{"name": "bash", "arguments": {"command": COMMIT}}]}, {"text": "ok"}]
+    script = write_script(tmp_path / "script.json", steps)
+    client = Client(approve=remember)
+    async with (
+        worker_process(create_session(project, env=env), env, "--faux-script", str(script)) as w,
+        connected(client, w.socket),
+    ):
+        await client.root.send({"content": "commit"}, BACKGROUND)  # the hook is not ./old.sh
+        await client.wait_for(client.turn_ended)
+        assert len(client.approvals) == 1  # asked: the approval was of another configuration
+        (kept,) = store.listed()
+        assert kept["programs"] == [".git/hooks/pre-commit (the pre-commit hook in .git/hooks)"]
+        tui = CommandTui()
+        async with presentation(w.socket, tui), anyio.create_task_group() as group:
+            group.start_soon(tui.commands["permissions"], "", BACKGROUND)
+            _title, labels, respond = await tui.next_dialog()
+            (shown,) = [label for label in labels if label.startswith("git:0=")]
+            assert shown.startswith(f"git:0=git    {git_dir}  — its git configuration as approved")
+            respond("git:0")
+            title, _labels, respond = await tui.next_dialog()
+            assert title == f"Forget the approval of {git_dir}'s git configuration?"
+            assert tui.bodies[-1] == f"It runs:\n• {kept['programs'][0]}"
+            respond("remove")
+        assert tui.notices[-1] == f"Forgot the approval of {git_dir}'s git configuration"
+    assert store.listed() == []

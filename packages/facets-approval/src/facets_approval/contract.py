@@ -315,6 +315,9 @@ class RulesState(TypedDict):
 
     rules: list[RuleEntry]
     problems: list[str]
+    repositories: NotRequired[list[dict[str, JsonValue]]]
+    """The repositories whose git configuration a person allowed as it is (``{"gitDir",
+    "programs", "at"}``, :mod:`.git_approvals`); absent without the app's store."""
 
 
 class RuleCheck(TypedDict):
@@ -389,6 +392,12 @@ class ApprovalRulesApi(Protocol):
         """Parse ``rule`` as a ``kind`` rule without keeping it. Raises
         ``service_invalid_value`` with the parser's message (the one ``/permissions`` shows for
         a bad rule in a file: ``allow rule 'Bash(git * x)' is invalid (…)``)."""
+        ...
+
+    async def forget_repository(self, git_dir: str, ctx: Context) -> RulesState:
+        """Forget the approval of ``git_dir``'s git configuration (its git commands ask again),
+        then publish and return the new state. Raises ``service_invalid_value`` when there is
+        none or the store cannot be changed (its message names the file)."""
         ...
 
     async def add(self, addition: RuleAddition, ctx: Context) -> RuleEntry:

@@ -22,12 +22,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from chord import RemoteServiceError
+
 __all__ = [
     "GIT_APPROVALS_SERVICE",
     "GitApprovals",
     "Lookup",
     "RememberedGit",
+    "forget",
     "git_approvals",
+    "listing",
     "remember",
 ]
 
@@ -138,3 +142,29 @@ def remember(approvals: GitApprovals | None, repositories: object) -> list[str]:
                 f"the approval of {found.git_dir}'s git configuration was not kept: {error}"
             )
     return problems
+
+
+def listing(approvals: GitApprovals | None) -> tuple[list[dict[str, Any]] | None, list[str]]:
+    """What ``/permissions`` shows: every approval (``None`` without a store) and the problem
+    reading them (a corrupt file, named)."""
+    if approvals is None or not hasattr(approvals, "listed"):
+        return None, []
+    try:
+        found = approvals.listed()
+    except Exception as error:  # shown as a problem; nothing is reset
+        return [], [str(error)]
+    keys = ("gitDir", "programs", "at")
+    return [{k: entry[k] for k in keys if k in entry} for entry in found], []
+
+
+def forget(approvals: GitApprovals | None, git_dir: object) -> None:
+    """Remove ``git_dir``'s approval; ``RemoteServiceError`` (``service_invalid_value``) with
+    the store's message when it cannot."""
+    if not isinstance(git_dir, str) or not git_dir:
+        raise RemoteServiceError("service_invalid_value", f"Invalid git folder {git_dir!r}")
+    if approvals is None or not hasattr(approvals, "forget"):
+        raise RemoteServiceError("service_invalid_value", "No git approvals are kept here")
+    try:
+        approvals.forget(git_dir)
+    except Exception as error:
+        raise RemoteServiceError("service_invalid_value", f"Not removed: {error}") from None

@@ -176,7 +176,7 @@ from .contract import (
     check_mode,
     stricter,
 )
-from .git_approvals import Lookup, git_approvals, remember
+from .git_approvals import GitApprovals, Lookup, git_approvals, remember
 from .gitconfig import git_check, trusted_root
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .hook_answers import (
@@ -429,6 +429,12 @@ class ApprovalInstallation:
         self._namespace = namespace
         self._unhook = unhook
         self.store = store
+
+    @property
+    def git_approvals(self) -> GitApprovals | None:
+        """The app's store of approved git configurations (:mod:`.git_approvals`), if any."""
+        found: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
+        return git_approvals(found if isinstance(found, Mapping) else {})  # pyright: ignore[reportUnknownArgumentType]
 
     def __call__(self) -> None:
         """Remove the hook and retire the namespace token; stored state stays."""
