@@ -6,7 +6,10 @@ again (``refresh``), then shows a picker: first *Add a rule…* (key 1), then on
 its kind, the rule, where it lives (``~/.config/coding-agent/config.toml``, a Claude Code
 settings file, "this session") — and below them the problems found (an invalid rule with its
 file and why). Choosing a rule asks to confirm, then ``remove`` deletes it where it lives (the
-session's storage, or the file, comments kept); Escape closes without a change.
+session's storage, or the file, comments kept); Escape closes without a change. After the rules
+come the repositories whose git configuration was allowed "while it stays as it is"
+(:mod:`.git_approvals`, :func:`repository_choices`): choosing one shows what it runs and, once
+confirmed, ``forget_repository`` forgets it (its git commands ask again).
 
 *Add a rule…* asks for the kind (allow, ask, deny), the rule (typed; the session parses it with
 ``check_rule``, and a rule that does not parse is asked for again with the parser's message,
@@ -310,7 +313,9 @@ async def permissions(target: PermissionsTarget, args: Arguments, ctx: Context) 
         if choice is None:
             return None
         if choice.startswith(GIT):
-            return await _forget_repository(target, modal, repositories[int(choice.removeprefix(GIT))], ctx)
+            return await _forget_repository(
+                target, modal, repositories[int(choice.removeprefix(GIT))], ctx
+            )
         if choice == ADD:
             addition = await _add_dialog(target, modal, ctx)
             entry, confirm = None, None

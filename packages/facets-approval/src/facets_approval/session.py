@@ -88,8 +88,11 @@ Last, a ``bash`` call that would run without asking (an allow rule, the session'
 answers and ``updatedPermissions``, which are session rules, a turn's ``allowed-tools``,
 ``auto`` mode) and runs ``git`` asks when the repository it acts on configured a program git
 would run (``core.fsmonitor = ./run.sh``, a filter, a hook...: :func:`~.gitconfig.git_reason`,
-not in a trusted project's repositories). Like confinement it only turns "run" into "ask", and
-no rule or hook answers it: the reason names the setting, its file and the program. A call
+not in a trusted project's repositories, nor in one whose configuration a person approved as
+it is now: :mod:`.git_approvals`). Like confinement it only turns "run" into "ask", and no rule
+or hook answers it: the reason names the setting, its file and the program, and the request
+offers to remember the approval (``repositories``; a ``remember`` answer keeps them, as the
+dialog showed them, through the harness service ``git_approvals``). A call
 that runs inside the sandbox (``sandbox`` mode) is not checked: whatever git runs there is
 confined like any command the model could write. ``command_verdict`` (a prompt command's ``!``
 lines) applies the same check to what it or the template's ``allowed-tools`` would let run.
