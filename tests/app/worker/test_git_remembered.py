@@ -167,7 +167,9 @@ async def test_permissions_lists_an_approval_and_forgets_it(
             group.start_soon(tui.commands["permissions"], "", BACKGROUND)
             _title, labels, respond = await tui.next_dialog()
             (shown,) = [label for label in labels if label.startswith("git:0=")]
-            assert shown.startswith(f"git:0=git    {git_dir}  — its git configuration as approved")
+            assert shown.startswith(
+                f"git:0=git    {git_dir}  — its git configuration as allowed on"
+            )
             respond("git:0")
             title, _labels, respond = await tui.next_dialog()
             assert title == f"Forget the approval of {git_dir}'s git configuration?"

@@ -126,8 +126,8 @@ def repository_choices(repositories: list[Any]) -> list[Choice]:
     return [
         Choice(
             f"{GIT}{i}",
-            f"git    {r.get('gitDir')}  — its git configuration as approved "
-            f"({len(r.get('programs') or [])} program(s)), {r.get('at', '')}",
+            f"git    {r.get('gitDir')}  — its git configuration as allowed on "
+            f"{str(r.get('at', ''))[:10]} ({len(r.get('programs') or [])} program(s))",
         )
         for i, r in enumerate(repositories)
         if isinstance(r, dict)
