@@ -32,6 +32,7 @@ from chord.context import BACKGROUND
 from chord.remote import RemoteServiceError
 from facets_approval.contract import check_decision
 from facets_approval.git_approvals import GIT_APPROVALS_SERVICE
+from facets_approval.gitconfig import git_check
 from facets_approval.tui import REMEMBER, approval_choices, decision_for
 from pico3.models.faux import faux_response
 
@@ -255,3 +256,17 @@ def test_the_dialog_offers_it_only_where_the_request_does() -> None:
         check_decision(answer, {"name": "bash"})
     with pytest.raises(RemoteServiceError, match="only to a plain 'allow'"):
         check_decision({"decision": "deny", "remember": True}, request)
+
+
+def test_the_fingerprint_is_the_repositorys_wherever_the_command_starts(tmp_path: Path) -> None:
+    repo = hooked(tmp_path)
+    (repo / "sub").mkdir()
+    git(repo, "config", "core.fsmonitor", "./run.sh")
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    checks = [git_check(COMMIT, str(folder), None) for folder in (repo, repo / "sub")]
+    top, sub = (c.repositories if c is not None else () for c in checks)
+    assert [r.fingerprint for r in top] == [r.fingerprint for r in sub] != []
+    (repo / "run.sh").write_text("#!/bin/sh\necho changed\n")  # the file a value names
+    changed = git_check(COMMIT, str(repo), None)
+    assert changed is not None
+    assert [r.fingerprint for r in changed.repositories] != [r.fingerprint for r in top]

@@ -180,7 +180,7 @@ class GitCheck:
 
 def fingerprint(programs: Iterable[ConfiguredProgram], folder: str) -> str:
     """A digest of exactly ``programs`` (each setting, its file made absolute against
-    ``folder``, its value and its file's content hash): any new, removed or changed one, an
+    ``folder``, the repository's work tree, from which git names them; its value and its file's content hash): any new, removed or changed one, an
     edited hook file included, changes it; their order does not."""
     rows = sorted(
         (p.setting, os.path.normpath(os.path.join(folder, p.origin)), p.program, p.digest)
@@ -226,7 +226,7 @@ def git_check(
             continue
         if trusted_root is not None and path_within(found.folder, os.path.realpath(trusted_root)):
             continue  # a trusted project's repository: its configuration is trusted with it
-        now = fingerprint(found.programs, target.folder)
+        now = fingerprint(found.programs, found.folder)  # git names files from the top
         if found.git_dir and remembered is not None and remembered(found.git_dir) == now:
             continue  # approved by a person while its configuration stays as it is
         if found.folder != os.path.realpath(start):  # another repository: say which
