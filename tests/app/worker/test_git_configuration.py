@@ -103,7 +103,7 @@ async def test_headless_refuses_it_and_says_how_to_proceed(
         "coding-agent: error: blocked the bash call (git status): it needs approval: this "
         "repository's git configuration runs ./.hidden/run.sh (core.fsmonitor in .git/config), "
         "and -p/--json asks nobody; allow it with --approve allow, or trust the project "
-        "(coding-agent --trust, or /trust in the TUI), or approve it in the TUI (its git "
-        "configuration comes with the project)\n"
+        "(coding-agent --trust, or /trust in the TUI), or allow it in the TUI always while its "
+        "git configuration stays as is (then -p runs it too)\n"
     )
     assert not marker.exists()

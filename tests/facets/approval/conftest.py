@@ -8,12 +8,18 @@ or, for presentation-only tests, a small provider of the same contract (:class:`
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import dialog_support
 import pytest
 
 from facets_approval.contract import ApprovalDecision, ApprovalDialogs, check_decision
+
+_HERE = str(Path(__file__).parent)
+if _HERE not in sys.path:  # the git tests share approval_git_support
+    sys.path.insert(0, _HERE)
 
 
 class ScriptedDialogs(dialog_support.ScriptedDialogs[ApprovalDecision]):

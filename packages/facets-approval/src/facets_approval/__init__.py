@@ -12,7 +12,10 @@
   (``disableBypassPermissionsMode``, ``denyInsteadOfPrompting``,
   ``blockWritesOutsideWorkingDirectories``); :mod:`.workdirs` — the working directories (the
   project and the added folders) outside which a read asks; :mod:`.memory` — a subagent's
-  memory folder, its own files (read and edited there without asking);
+  memory folder, its own files (read and edited there without asking); :mod:`.gitconfig` — a
+  git that runs unasked asks when its repository configured a program, and
+  :mod:`.git_approvals` — such a configuration approved "while it stays as it is";
+  :mod:`.widening` — what an allow rule for a whole tool allows;
 * :mod:`.tui` — the TUI facets: a modal per open dialog (allow once / allow a narrow rule at a
   scope / deny), and the mode label with Shift+Tab and ``/mode``; :mod:`.permissions_tui` —
   ``/permissions``;

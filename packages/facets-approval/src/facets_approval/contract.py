@@ -155,6 +155,10 @@ class ApprovalRequest(TypedDict):
     sandbox: NotRequired[bool]
     """``True``: the call can run inside the OS sandbox instead (a command, where a sandbox can
     start); a dialog offers "Allow inside the sandbox" (a decision with ``sandboxed``)."""
+    repositories: NotRequired[list[dict[str, JsonValue]]]
+    """The repositories (``{"gitDir", "fingerprint", "programs"}``) whose git configuration
+    made the call ask and can be approved as it is now: a dialog offers "Allow always while
+    this repository's git configuration stays as it is" (a decision with ``remember``)."""
 
 
 class HookRule(TypedDict):
@@ -182,6 +186,12 @@ class ApprovalDecision(TypedDict):
     """A ``PermissionRequest`` hook's deny: its reason, which the model reads."""
     interrupt: NotRequired[bool]
     """A ``PermissionRequest`` hook's deny: the turn stops after the refusal."""
+    remember: NotRequired[bool]
+    """With ``allow``, when the request offered ``repositories``: remember the approval of
+    their git configuration as it is now (:mod:`.git_approvals`)."""
+    repositories: NotRequired[list[dict[str, JsonValue]]]
+    """Set by the session, not a dialog: the request's ``repositories`` a ``remember`` answer
+    approved (kept with the decision, so what is remembered is what the dialog showed)."""
     hookRules: NotRequired[list[HookRule]]
     """A ``PermissionRequest`` hook's allow: the session rules it asked to add. (``message``,
     ``interrupt`` and ``hookRules`` are a hook's only: :func:`check_decision` refuses them in a
@@ -224,7 +234,7 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
     """
     if not isinstance(value, dict):
         raise _invalid(f"expected an object, got {type(value).__name__}")
-    fields = ("decision", "by", "rule", "scope", "sandboxed")
+    fields = ("decision", "by", "rule", "scope", "sandboxed", "remember")
     unknown = sorted(str(key) for key in value if key not in fields)  # pyright: ignore[reportUnknownVariableType]
     if unknown:
         raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
@@ -262,6 +272,15 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
     if "sandboxed" in value:
         _check_sandboxed(value["sandboxed"], checked, request)
         checked["sandboxed"] = value["sandboxed"]
+    if "remember" in value:
+        remember = value["remember"]
+        if not isinstance(remember, bool):
+            raise _invalid(f"decision.remember must be a boolean, got {remember!r}")
+        if remember and (decision != "allow" or "rule" in checked or checked.get("sandboxed")):
+            raise _invalid("decision.remember applies only to a plain 'allow'")
+        if remember and isinstance(request, dict) and not request.get("repositories"):  # pyright: ignore[reportUnknownMemberType]
+            raise _invalid("decision.remember: this dialog did not offer to remember")
+        checked["remember"] = remember
     return checked
 
 
@@ -296,6 +315,9 @@ class RulesState(TypedDict):
 
     rules: list[RuleEntry]
     problems: list[str]
+    repositories: NotRequired[list[dict[str, JsonValue]]]
+    """The repositories whose git configuration a person allowed as it is (``{"gitDir",
+    "programs", "at"}``, :mod:`.git_approvals`); absent without the app's store."""
 
 
 class RuleCheck(TypedDict):
@@ -370,6 +392,12 @@ class ApprovalRulesApi(Protocol):
         """Parse ``rule`` as a ``kind`` rule without keeping it. Raises
         ``service_invalid_value`` with the parser's message (the one ``/permissions`` shows for
         a bad rule in a file: ``allow rule 'Bash(git * x)' is invalid (…)``)."""
+        ...
+
+    async def forget_repository(self, git_dir: str, ctx: Context) -> RulesState:
+        """Forget the approval of ``git_dir``'s git configuration (its git commands ask again),
+        then publish and return the new state. Raises ``service_invalid_value`` when there is
+        none or the store cannot be changed (its message names the file)."""
         ...
 
     async def add(self, addition: RuleAddition, ctx: Context) -> RuleEntry:

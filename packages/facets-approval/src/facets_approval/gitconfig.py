@@ -21,7 +21,8 @@ never the user's global configuration) or its hooks make git run a program, is o
 naming the setting, its file and the program: ``this repository's git configuration runs
 ./.hidden/run.sh (core.fsmonitor in .git/config)``. The approval hook then asks instead of
 running (:mod:`.session`); no allow rule and no ``PermissionRequest`` hook can make it run,
-only a person (the dialog offers no standing rule: the question is asked each time). Benign
+only a person. The dialog offers no standing rule; it offers to remember the approval while
+the repository's configuration stays as it is (:func:`git_check`, :mod:`.git_approvals`). Benign
 values pass: ``core.fsmonitor = true``, git-lfs's filters as ``git lfs install`` writes them,
 ``.sample`` hooks.
 
@@ -33,18 +34,29 @@ checked; one elsewhere (``git -C /tmp/other status``) still is.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pico3 import ConfiguredProgram, repository_programs
 
+from .git_approvals import RememberedGit
 from .guarded import path_within
 from .shell import CommandAnalysis, analyse_command
 
-__all__ = ["GitTarget", "git_reason", "git_targets", "trusted_root"]
+__all__ = [
+    "GitCheck",
+    "GitTarget",
+    "fingerprint",
+    "git_check",
+    "git_reason",
+    "git_targets",
+    "trusted_root",
+]
 
 _VALUED = frozenset({"--namespace", "--super-prefix", "--list-cmds", "--config-env", "-c"})
 """git's own options that take the next word as their value (and choose no repository)."""
@@ -157,21 +169,50 @@ def _names(programs: list[ConfiguredProgram]) -> str:
     return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
 
 
-def git_reason(command: object, workspace: str | None, trusted_root: str | None) -> str | None:
+@dataclass(frozen=True, slots=True)
+class GitCheck:
+    """What :func:`git_check` found: why the command asks, and the repositories whose
+    configuration a person may approve "while it stays as it is" (empty: not offered)."""
+
+    reason: str
+    repositories: tuple[RememberedGit, ...] = ()
+
+
+def fingerprint(programs: Iterable[ConfiguredProgram], folder: str) -> str:
+    """A digest of exactly ``programs`` (each setting, its file made absolute against
+    ``folder``, the repository's work tree, from which git names them; its value and its file's content hash): any new, removed or changed one, an
+    edited hook file included, changes it; their order does not."""
+    rows = sorted(
+        (p.setting, os.path.normpath(os.path.join(folder, p.origin)), p.program, p.digest)
+        for p in programs
+    )
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+def git_check(
+    command: object,
+    workspace: str | None,
+    trusted_root: str | None,
+    remembered: Callable[[str], str | None] | None = None,
+) -> GitCheck | None:
     """Why the ``bash`` ``command`` must ask although it would run without asking: the
     programs the repository its ``git`` acts on configured (``None``: nothing, or no ``git``).
     ``workspace`` is the session's folder (the command's starting folder); a repository inside
-    ``trusted_root`` (the trusted project's root, else ``None``) is not checked. Blocking (it
-    runs ``git config``): call it in a worker thread."""
+    ``trusted_root`` (the trusted project's root, else ``None``) is not checked, nor one whose
+    git folder ``remembered`` answers with the :func:`fingerprint` its programs have now (a
+    person approved them as they are: :mod:`.git_approvals`). Blocking (it runs ``git
+    config``): call it in a worker thread."""
     if not isinstance(command, str):
         return None
     start = workspace if workspace is not None else os.getcwd()
     programs: list[ConfiguredProgram] = []
+    repositories: dict[str, RememberedGit] = {}
+    unknown = False  # something a fingerprint cannot pin down: no "always" offered
     for target in git_targets(command, start):
         if target.command is None and target.folder is not None:
             continue  # `git --version`, `git -C x`: runs no subcommand, nothing configured
         if target.folder is None or target.command is None:
-            return (
+            return GitCheck(
                 "it runs git in a folder known only when it runs, so that repository's "
                 "configuration (which can make git run programs) cannot be checked"
             )
@@ -180,16 +221,30 @@ def git_reason(command: object, workspace: str | None, trusted_root: str | None)
         except FileNotFoundError:
             return None  # no git here: nothing runs
         except (OSError, subprocess.TimeoutExpired) as error:
-            return f"the git configuration of {target.folder} could not be read ({error})"
+            return GitCheck(f"the git configuration of {target.folder} could not be read ({error})")
         if found is None or not found.programs:
             continue
         if trusted_root is not None and path_within(found.folder, os.path.realpath(trusted_root)):
             continue  # a trusted project's repository: its configuration is trusted with it
+        now = fingerprint(found.programs, found.folder)  # git names files from the top
+        if found.git_dir and remembered is not None and remembered(found.git_dir) == now:
+            continue  # approved by a person while its configuration stays as it is
         if found.folder != os.path.realpath(start):  # another repository: say which
             named = [_located(p, found.folder) for p in found.programs]
         else:
             named = list(found.programs)
         programs += [p for p in named if p not in programs]
+        unknown = unknown or not found.git_dir
+        unknown = unknown or any(p.setting == "its configuration" for p in found.programs)
+        shown = tuple(str(p) for p in named)
+        repositories[found.git_dir] = RememberedGit(found.git_dir, now, shown)
     if not programs:
         return None
-    return f"this repository's git configuration runs {_names(programs)}"
+    reason = f"this repository's git configuration runs {_names(programs)}"
+    return GitCheck(reason, () if unknown else tuple(repositories.values()))
+
+
+def git_reason(command: object, workspace: str | None, trusted_root: str | None) -> str | None:
+    """:func:`git_check`'s reason, nothing remembered."""
+    check = git_check(command, workspace, trusted_root)
+    return None if check is None else check.reason

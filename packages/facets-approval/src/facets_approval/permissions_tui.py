@@ -6,7 +6,10 @@ again (``refresh``), then shows a picker: first *Add a rule…* (key 1), then on
 its kind, the rule, where it lives (``~/.config/coding-agent/config.toml``, a Claude Code
 settings file, "this session") — and below them the problems found (an invalid rule with its
 file and why). Choosing a rule asks to confirm, then ``remove`` deletes it where it lives (the
-session's storage, or the file, comments kept); Escape closes without a change.
+session's storage, or the file, comments kept); Escape closes without a change. After the rules
+come the repositories whose git configuration was allowed "while it stays as it is"
+(:mod:`.git_approvals`, :func:`repository_choices`): choosing one shows what it runs and, once
+confirmed, ``forget_repository`` forgets it (its git commands ask again).
 
 *Add a rule…* asks for the kind (allow, ask, deny), the rule (typed; the session parses it with
 ``check_rule``, and a rule that does not parse is asked for again with the parser's message,
@@ -58,6 +61,7 @@ __all__ = [
     "permissions",
     "permissions_tui_facet",
     "problem_notices",
+    "repository_choices",
     "rule_choices",
     "scope_choices",
 ]
@@ -66,6 +70,8 @@ REMOVE = "remove"
 KEEP = "keep"
 ADD = "add"
 """The value of the listing's first entry, *Add a rule…*."""
+GIT = "git:"
+"""The value prefix of an approved repository's entry (:func:`repository_choices`)."""
 KINDS = ("allow", "ask", "deny")
 KIND_LABELS = {
     "allow": "allow — runs without asking (deny and ask rules still win)",
@@ -109,6 +115,22 @@ def rule_choices(rules: list[RuleEntry]) -> list[Choice]:
             f"{rules[i]['kind']:<5}  {rules[i]['rule']}  — {describe_source(rules[i]['source'])}",
         )
         for i in ranked
+    ]
+
+
+def repository_choices(repositories: list[Any]) -> list[Choice]:
+    """One option per repository whose git configuration a person allowed as it is (value:
+    ``git:<index>``)."""
+    from chord.textual import Choice
+
+    return [
+        Choice(
+            f"{GIT}{i}",
+            f"git    {r.get('gitDir')}  — its git configuration as allowed on "
+            f"{str(r.get('at', ''))[:10]} ({len(r.get('programs') or [])} program(s))",
+        )
+        for i, r in enumerate(repositories)
+        if isinstance(r, dict)
     ]
 
 
@@ -270,21 +292,30 @@ async def permissions(target: PermissionsTarget, args: Arguments, ctx: Context) 
     state: Any = await target.rules.refresh(ctx)
     rules: list[RuleEntry] = list(state.get("rules") or [])
     problems: list[str] = list(state.get("problems") or [])
+    repositories: list[Any] = list(state.get("repositories") or [])
     title = (
         f"Permission rules ({len(rules)}): Enter on a rule removes it"
-        if rules
+        if rules or repositories
         else "No permission rules yet"
     )
     modal = await target.tui.acquire_modal(ctx)
     try:
         choice = await modal.choose(
             title,
-            [Choice(ADD, "+ Add a rule… (allow, ask or deny)"), *rule_choices(rules)],
+            [
+                Choice(ADD, "+ Add a rule… (allow, ask or deny)"),
+                *rule_choices(rules),
+                *repository_choices(repositories),
+            ],
             body=_problems_text(problems),
             hint="deny beats ask beats allow · esc closes",
         )
         if choice is None:
             return None
+        if choice.startswith(GIT):
+            return await _forget_repository(
+                target, modal, repositories[int(choice.removeprefix(GIT))], ctx
+            )
         if choice == ADD:
             addition = await _add_dialog(target, modal, ctx)
             entry, confirm = None, None
@@ -310,6 +341,31 @@ async def permissions(target: PermissionsTarget, args: Arguments, ctx: Context) 
     return (
         f"Removed the {entry['kind']} rule {entry['rule']} from {describe_source(entry['source'])}"
     )
+
+
+async def _forget_repository(
+    target: PermissionsTarget, modal: Modal, repository: dict[str, Any], ctx: Context
+) -> CommandOutcome:
+    """Confirm, then forget the approval of ``repository``'s git configuration."""
+    from chord.textual import Choice, CommandError
+
+    git_dir = str(repository.get("gitDir"))
+    shown = "\n".join(f"• {p}" for p in repository.get("programs") or [])
+    confirm = await modal.choose(
+        f"Forget the approval of {git_dir}'s git configuration?",
+        [
+            Choice(REMOVE, "Forget it (its git commands that run unasked ask again)"),
+            Choice(KEEP, "Keep it"),
+        ],
+        body=f"It runs:\n{shown}" if shown else "",
+    )
+    if confirm != REMOVE:
+        return None
+    try:
+        await target.rules.forget_repository(git_dir, ctx)
+    except RemoteServiceError as error:
+        raise CommandError(error.message) from error
+    return f"Forgot the approval of {git_dir}'s git configuration"
 
 
 _UNREAD = re.compile(r"^(?P<file>.+?): `(?P<key>[^`]+)`: ")

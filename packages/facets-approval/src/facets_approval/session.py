@@ -88,8 +88,11 @@ Last, a ``bash`` call that would run without asking (an allow rule, the session'
 answers and ``updatedPermissions``, which are session rules, a turn's ``allowed-tools``,
 ``auto`` mode) and runs ``git`` asks when the repository it acts on configured a program git
 would run (``core.fsmonitor = ./run.sh``, a filter, a hook...: :func:`~.gitconfig.git_reason`,
-not in a trusted project's repositories). Like confinement it only turns "run" into "ask", and
-no rule or hook answers it: the reason names the setting, its file and the program. A call
+not in a trusted project's repositories, nor in one whose configuration a person approved as
+it is now: :mod:`.git_approvals`). Like confinement it only turns "run" into "ask", and no rule
+or hook answers it: the reason names the setting, its file and the program, and the request
+offers to remember the approval (``repositories``; a ``remember`` answer keeps them, as the
+dialog showed them, through the harness service ``git_approvals``). A call
 that runs inside the sandbox (``sandbox`` mode) is not checked: whatever git runs there is
 confined like any command the model could write. ``command_verdict`` (a prompt command's ``!``
 lines) applies the same check to what it or the template's ``allowed-tools`` would let run.
@@ -176,7 +179,8 @@ from .contract import (
     check_mode,
     stricter,
 )
-from .gitconfig import git_reason, trusted_root
+from .git_approvals import GitApprovals, Lookup, git_approvals, remember
+from .gitconfig import git_check, trusted_root
 from .guarded import GUARDED_PATHS_SERVICE, guarded_reason, leave_checked, path_within
 from .hook_answers import (
     INTERRUPT_KEY,
@@ -429,6 +433,12 @@ class ApprovalInstallation:
         self._unhook = unhook
         self.store = store
 
+    @property
+    def git_approvals(self) -> GitApprovals | None:
+        """The app's store of approved git configurations (:mod:`.git_approvals`), if any."""
+        found: Any = getattr(getattr(self._harness, "scheduler", None), "services", None)
+        return git_approvals(found if isinstance(found, Mapping) else {})  # pyright: ignore[reportUnknownArgumentType]
+
     def __call__(self) -> None:
         """Remove the hook and retire the namespace token; stored state stays."""
         self._unhook()
@@ -491,11 +501,12 @@ class ApprovalInstallation:
         if mode == "plan":
             return {"verdict": "block", "by": "mode", "why": "the session is in plan mode"}
         folder = workspace if isinstance(workspace, str) else None
+        lookup = Lookup(git_approvals(services or {}))  # approved as it is: runs (.git_approvals)
         configured = await anyio.to_thread.run_sync(
-            git_reason, command, folder, trusted_root(self.store.source)
+            git_check, command, folder, trusted_root(self.store.source), lookup
         )
         if configured is not None:  # a person must allow it (a template's allowed-tools cannot)
-            return {"verdict": "ask", "by": "repository", "why": configured}
+            return {"verdict": "ask", "by": "repository", "why": configured.reason}
         if verdict.kind != "allow" and mode != "auto":
             return {
                 "verdict": "ask",
@@ -718,20 +729,18 @@ def install_approval(
         elif pinned is not None:  # auto: the write lands where the switch checked it, or fails
             forget = checked(key, pinned)
         runs = action == "run" or (verdict.kind == "allow" and reason is None)
+        remembering: list[dict[str, Any]] = []  # repositories a person may approve as they are
         if tool == "bash" and runs and done is None and isinstance(arguments, dict):
             # last: a git the call runs unasked must not run what its repository configured
+            # (unless a person approved that configuration as it is now: .git_approvals)
             line: Any = arguments.get("command")  # pyright: ignore[reportUnknownMemberType]
             trusted = trusted_root(store.source)
-            configured = await anyio.to_thread.run_sync(git_reason, line, workspace, trusted)
-            if configured is not None:
-                action, reason = (
-                    "ask",
-                    (
-                        f"This asks because {configured}. Trusting the project (/trust) lets "
-                        "its git configuration run unasked."
-                    ),
-                )
-                personal = configured
+            lookup = Lookup(git_approvals(services()))
+            check = await anyio.to_thread.run_sync(git_check, line, workspace, trusted, lookup)
+            if check is not None:
+                action, reason = "ask", lookup.reason(check.reason)
+                personal = check.reason
+                remembering = lookup.offered(check.repositories)
         if action == "ask" and verdict.kind == "allow" and reason is None:
             return done
         decision = await api.memo("decision", ctx)
@@ -779,6 +788,8 @@ def install_approval(
                     request["scopes"] = store.scopes()
                 if done is None and tool in rules.sandboxed and sandbox_ready():
                     request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
+                if remembering:  # "Allow always while its git configuration stays as it is"
+                    request["repositories"] = remembering
                 if tool == "write":
                     existing = _existing_size(arguments, workspace)
                     if existing is not None:
@@ -792,6 +803,8 @@ def install_approval(
                         forget()
                     return {"block": sibling_reason(tool, stopping)}
                 candidate = check_decision(answered, request)
+                if candidate.get("remember") is True:  # what the dialog showed is what is kept
+                    candidate["repositories"] = remembering
             decision = await api.memo("decision", candidate, ctx)
             if hooked and decision.get("by") == hooked:  # said on the worker's log
                 verb = "allowed" if decision["decision"] == "allow" else "refused"
@@ -809,6 +822,11 @@ def install_approval(
         if decision.get("sandboxed") is True and isinstance(arguments, dict):
             inside = {**arguments, "outside_sandbox": False}  # pyright: ignore[reportUnknownVariableType]
             done = {"call": {**call, "arguments": inside}}
+        if decision.get("remember") is True:  # the repositories' configuration, as it was shown
+            approvals = git_approvals(services())
+            kept = decision.get("repositories")
+            for problem in await anyio.to_thread.run_sync(remember, approvals, kept):
+                store.report(problem)
         if decision.get("rule") and decision.get("scope"):
             try:
                 await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)

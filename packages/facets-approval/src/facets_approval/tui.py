@@ -98,6 +98,9 @@ __all__ = [
 ALLOW = "allow"
 SANDBOXED = "sandboxed"
 """The value of "Allow inside the sandbox" (offered when the request says ``sandbox``)."""
+REMEMBER = "remember"
+"""The value of "Allow always while this repository's git configuration stays as it is"
+(offered when the request names ``repositories``: :mod:`.git_approvals`)."""
 DENY = "deny"
 STANDING = "rule:"
 """The value prefix of a standing choice: ``"rule:session"``, ``"rule:project"`` or
@@ -114,13 +117,18 @@ SCOPE_LABELS: dict[str, str] = {
 def approval_choices(request: Any) -> list[Choice]:
     """The options the modal offers for ``request``, in order (the first is highlighted when the
     dialog opens; the dialog numbers them 1, 2, 3…): *Allow once*, *Allow inside the sandbox*
-    (when the request offers ``sandbox``), one standing choice per scope the request offers (its
+    (when the request offers ``sandbox``), *Allow always while this repository's git
+    configuration stays as is* (when it names ``repositories``), one standing choice per scope the request offers (its
     narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session"; never a whole tool like
     bash), and *Deny*."""
     choices = [Choice(ALLOW, "Allow once")]
     if isinstance(request, dict) and request.get("sandbox") is True:
         choices.append(
             Choice(SANDBOXED, "Allow inside the sandbox (no network, writes only in the project)")
+        )
+    if isinstance(request, dict) and request.get("repositories"):
+        choices.append(
+            Choice(REMEMBER, "Allow always while this repository's git configuration stays as is")
         )
     rule = request.get("rule") if isinstance(request, dict) else None
     scopes = request.get("scopes") if isinstance(request, dict) else None
@@ -143,6 +151,8 @@ def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
         return {"decision": "allow", "by": "tui"}
     if choice == SANDBOXED:
         return {"decision": "allow", "by": "tui", "sandboxed": True}
+    if choice == REMEMBER:
+        return {"decision": "allow", "by": "tui", "remember": True}
     if choice is not None and choice.startswith(STANDING) and isinstance(request, dict):
         rule = request.get("rule")
         scope = choice.removeprefix(STANDING)

@@ -66,12 +66,13 @@ are :data:`PROGRAM_SETTINGS`, the rows of the table above and the rarer ones bes
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache
 
@@ -91,14 +92,10 @@ _DIFFING = frozenset({"diff", "log", "show"})
 """Commands that may run diff drivers: they get ``--no-ext-diff --no-textconv``."""
 
 _FIXED: tuple[tuple[str, str], ...] = (
-    ("core.fsmonitor", "false"),
-    ("core.hooksPath", os.devnull),
-    ("core.pager", "cat"),
-    ("core.excludesFile", os.devnull),
-    ("credential.helper", ""),
-    ("gc.auto", "0"),
+    ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
+    ("core.excludesFile", os.devnull), ("credential.helper", ""), ("gc.auto", "0"),
     ("maintenance.auto", "false"),
-)
+)  # fmt: skip
 """Overrides that do not depend on the repository (see the module docstring)."""
 
 _FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
@@ -123,12 +120,8 @@ def _inherited_override(name: str) -> bool:
 
 def _environment(overrides: Sequence[tuple[str, str]], base: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in base.items() if not _inherited_override(k)}
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_CONFIG_COUNT=str(len(overrides)),
-    )
+    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    env["GIT_CONFIG_COUNT"] = str(len(overrides))
     for index, (key, value) in enumerate(overrides):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
@@ -358,6 +351,9 @@ class ConfiguredProgram:
     the hooks folder."""
     program: str
     """The command as written (``./.hidden/run.sh``), or the hook's path."""
+    digest: str = ""
+    """The SHA-256 of its file (a hook; a setting whose value is a file's path, relative to the
+    work tree or absolute), else empty: for a caller remembering what a person approved."""
 
     def __str__(self) -> str:
         return f"{self.program} ({self.setting} in {self.origin})"
@@ -372,6 +368,8 @@ class RepositoryPrograms:
     programs: tuple[ConfiguredProgram, ...]
     """The programs its configuration (its submodules' included) makes git run; empty for an
     ordinary repository."""
+    git_dir: str = ""
+    """Its git folder (``--git-dir``), a real path; empty when git could not say."""
 
 
 _Entry = tuple[str, str, str, str | None]
@@ -458,6 +456,24 @@ def _alias(
         name = None if text.startswith("!") or not words else words[0]
 
 
+def _digest(path: str) -> str:
+    """The SHA-256 of the regular file at ``path``, or ``""`` (none, or unreadable)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a fifo (never opened)
+            return ""
+        with open(path, "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest()
+    except OSError:
+        return ""
+
+
+def _valued(program: ConfiguredProgram, top: str) -> ConfiguredProgram:
+    """``program`` with the digest of the file its value names (its first word, ``!`` off)."""
+    word = (program.program.strip().removeprefix("!").split() or [""])[0]
+    path = os.path.join(top, os.path.expanduser(word))
+    return replace(program, digest=_digest(path)) if word else program
+
+
 def _shown(path: str, top: str) -> str:
     """``path`` relative to the work tree when it is inside, else as it is."""
     relative = os.path.relpath(path, top)
@@ -494,7 +510,9 @@ def _hooks(
         if name.endswith(".sample") or not stat.S_ISREG(info.st_mode):
             continue
         if os.access(path, os.X_OK):
-            yield ConfiguredProgram(setting or f"the {name} hook", where, _shown(path, top))
+            yield ConfiguredProgram(
+                setting or f"the {name} hook", where, _shown(path, top), _digest(path)
+            )
 
 
 def _one(
@@ -519,32 +537,26 @@ def _one(
             return None
         said = os.fsdecode(where.stderr).strip().splitlines()  # a repository all the same
         why = f"an unknown program ({said[-1] if said else 'git rev-parse failed'})"
-        return RepositoryPrograms(
-            os.path.realpath(cwd), (ConfiguredProgram("its configuration", cwd, why),)
-        )
+        unknown = ConfiguredProgram("its configuration", cwd, why)
+        return RepositoryPrograms(os.path.realpath(cwd), (unknown,))
     git_dir, common, bare = lines[:3]
     top = lines[3] if bare != "true" and len(lines) > 3 else git_dir
-    listed = _plain(
-        git,
-        cwd,
-        [*options, "config", "--list", "--null", "--show-scope", "--show-origin", "--includes"],
-        base,
-        timeout,
-    )
+    listing = ["config", "--list", "--null", "--show-scope", "--show-origin", "--includes"]
+    listed = _plain(git, cwd, [*options, *listing], base, timeout)
     if listed.returncode != 0:
         said = os.fsdecode(listed.stderr).strip().splitlines()
         why = said[-1] if said else f"git config exited with {listed.returncode}"
         unread = ConfiguredProgram("its configuration", git_dir, f"an unknown program ({why})")
-        return RepositoryPrograms(os.path.realpath(top), (unread,))
+        return RepositoryPrograms(os.path.realpath(top), (unread,), os.path.realpath(git_dir))
     entries = _listing(listed.stdout)
     found = [
-        ConfiguredProgram(key, origin, value or "")
+        _valued(ConfiguredProgram(key, origin, value or ""), top)
         for scope, origin, key, value in entries
         if scope in _OWN_SCOPES and _setting_runs(key, value)
     ]
-    found += _alias(entries, command, _builtins(git))
+    found += (_valued(p, top) for p in _alias(entries, command, _builtins(git)))
     found += _hooks(entries, command, top, common)
-    return RepositoryPrograms(os.path.realpath(top), tuple(found))
+    return RepositoryPrograms(os.path.realpath(top), tuple(found), os.path.realpath(git_dir))
 
 
 def repository_programs(
@@ -585,4 +597,4 @@ def repository_programs(
         if os.path.basename(entry) == ".git":
             inner = _one(git, os.path.dirname(entry), (), command, base, timeout)
             programs += inner.programs if inner is not None else ()
-    return RepositoryPrograms(found.folder, tuple(programs))
+    return RepositoryPrograms(found.folder, tuple(programs), found.git_dir)

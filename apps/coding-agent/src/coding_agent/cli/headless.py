@@ -289,7 +289,8 @@ def _remedy(name: str, request: dict[str, Any]) -> str:
     if isinstance(reason, str) and _REPOSITORY_RUNS in reason:  # facets_approval.gitconfig
         return (
             "--approve allow, or trust the project (coding-agent --trust, or /trust in the "
-            "TUI), or approve it in the TUI (its git configuration comes with the project)"
+            "TUI), or allow it in the TUI always while its git configuration stays as is "
+            "(then -p runs it too)"
         )
     if isinstance(reason, str) and "outside the working directories" in reason:
         return "--approve allow or --permission-mode auto (or --add-dir, as above)"

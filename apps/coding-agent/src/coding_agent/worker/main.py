@@ -107,6 +107,8 @@ from coding_agent.session_files.private import PrivacyError, private_dir, socket
 from coding_agent.settings.claude_plugins import enabled_plugins
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
+from coding_agent.settings.git_approvals import SERVICE as GIT_APPROVALS_SERVICE
+from coding_agent.settings.git_approvals import GitApprovalStore
 from coding_agent.settings.guarded_paths import SERVICE as GUARDED_PATHS_SERVICE
 from coding_agent.settings.guarded_paths import guarded_paths
 from coding_agent.settings.model_config import TOOL_CALLING_ENV, RegistryError, UnknownModel
@@ -528,6 +530,9 @@ async def open_session_host(
             # The permission rules' files (config.toml, Claude Code's settings) for the
             # approval feature, which parses and applies them (coding_agent.settings.permissions).
             "permission_rules": rule_files,
+            # the repositories whose git configuration the user allowed as it is (a dialog's
+            # "Allow always while ... stays as is"; coding_agent.settings.git_approvals)
+            GIT_APPROVALS_SERVICE: GitApprovalStore.default(config.env),
             # where the file tools read unasked: the project, --add-dir, the settings' folders
             # and the agent's own files (coding_agent.worker.working_dirs)
             WORKING_DIRS_SERVICE: working_dirs,
