@@ -5,7 +5,7 @@ someone prepared. Its ``.git/config`` may say ``core.fsmonitor = ./.hidden/run.s
 the most harmless-looking allow rule, ``Bash(git status)``, runs that script: git runs the
 fsmonitor whenever it reads the index. Many settings do the same (filter, diff and merge
 drivers, ``gpg.program``, ``core.sshCommand``, a ``!`` alias, hooks...): pico3 knows them all
-(:data:`pico3.git.PROGRAM_SETTINGS`, :func:`pico3.git.repository_programs`), the same knowledge
+(:data:`pico3.git_programs.PROGRAM_SETTINGS`, :func:`pico3.repository_programs`), the same knowledge
 with which it runs the agent's own git with every one of them switched off.
 
 :func:`git_reason` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
