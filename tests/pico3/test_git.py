@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,71 @@ def test_repository_programs_passes_benign_values_and_the_users_own_configuratio
     found = repository_programs(repo, "st")
     assert found is not None and found.programs == ()
     assert repository_programs(tmp_path, "status") is None  # not a repository
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("interactive.diffFilter", "./filter.sh"),  # `git add -p` pipes its diff through it
+        ("trailer.sign.cmd", "./sign.sh"),  # `git commit --trailer sign:…`
+        ("trailer.sign.command", "./sign.sh"),
+        ("hook.lint.command", "./lint.sh"),  # configuration-defined hooks (newer git)
+        ("sendemail.sendmailCmd", "./mail.sh"),
+        ("imap.tunnel", "./tunnel.sh"),
+        ("url.ext::./fetch.sh.insteadOf", "https://example.invalid/"),  # the key holds it
+        ("url.EXT::./fetch.sh .pushInsteadOf", "https://example.invalid/"),
+    ],
+)
+def test_repository_programs_knows_the_rarer_settings_that_run_a_program(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    assert repository_programs(tmp_path, "commit") == repository_programs(tmp_path, "add")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None and found.programs == ()
+    _git(tmp_path, "config", key, value)
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    (program,) = found.programs
+    assert program.setting.lower() == key.lower() and program.origin == ".git/config"
+
+
+def test_an_ordinary_url_rewrite_runs_nothing(tmp_path: Path) -> None:
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    _git(tmp_path, "config", "url.https://mirror.example/.insteadOf", "https://example.com/")
+    _git(tmp_path, "config", "remote.origin.url", "https://example.com/x")
+    found = repository_programs(tmp_path, "log")
+    assert found is not None and found.programs == ()
+
+
+def test_submodules_deeper_than_followed_are_an_unknown_program(tmp_path: Path) -> None:
+    from pico3 import repository_programs
+    from pico3.git_programs import _SUBMODULE_DEPTH  # pyright: ignore[reportPrivateUsage]
+
+    identity = ("-c", "user.email=t@example.com", "-c", "user.name=t")
+    chain = [tmp_path]
+    for level in range(_SUBMODULE_DEPTH + 1):
+        chain.append(chain[-1] / f"s{level}")
+    for folder in chain:
+        folder.mkdir(exist_ok=True)
+        _git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        _git(folder, "add", "f")
+        _git(folder, *identity, "commit", "-qm", "init")
+    for parent, child in reversed(list(pairwise(chain))):
+        _git(parent, "add", child.name)
+        _git(parent, *identity, "commit", "-qm", "sub")
+    found = repository_programs(chain[0], "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(chain[-1]) and "nested deeper than" in program.program
+    _git(chain[-2], "config", "core.fsmonitor", "./deep.sh")  # the deepest one followed
+    found = repository_programs(chain[0], "status")
+    assert found is not None and [p.setting for p in found.programs] == [
+        "core.fsmonitor",
+        "its configuration",
+    ]

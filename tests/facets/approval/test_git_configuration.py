@@ -207,7 +207,62 @@ def gitdir_file(root: Path, repo: Path) -> str:
     return "git status"
 
 
-TRAPS = [fsmonitor, textconv, filter_driver, shell_alias, included, commit_hook, gitdir_file]
+def trailer_command(root: Path, repo: Path) -> str:
+    # `Bash(git commit:*)` covers `--trailer`, which runs the trailer's configured command
+    git(repo, "config", "trailer.sign.cmd", script(root, "trailer") + " ;:")
+    return 'git commit --allow-empty -m x --trailer "sign: me"'
+
+
+def ext_transport(root: Path, repo: Path) -> str:
+    # A "partial clone" lacking a blob: `git log -p` fetches it from the promisor remote, whose
+    # address an insteadOf rewrites to an ext:: command (the command is in the key's subsection)
+    blob = subprocess.run(
+        ["git", "rev-parse", "HEAD:a.txt"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    for key, value in {
+        "core.repositoryFormatVersion": "1",
+        "extensions.partialClone": "origin",
+        "remote.origin.promisor": "true",
+        "remote.origin.url": "https://example.invalid/x",
+        "protocol.ext.allow": "always",
+        f"url.ext::{script(root, 'ext')}.insteadOf": "https://example.invalid/x",
+    }.items():
+        git(repo, "config", key, value)
+    return "git log -p"
+
+
+def deep_submodule(root: Path, repo: Path) -> str:
+    # git status enters submodules at any depth: the fourth level's fsmonitor runs too
+    chain = [repo / "s1"]
+    for _ in range(4):
+        chain.append(chain[-1] / f"s{len(chain) + 1}")
+    for folder in chain:
+        folder.mkdir()
+        git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        git(folder, "add", "f")
+        git(folder, "commit", "-qm", "init")
+    for parent, child in reversed(list(zip([repo, *chain], chain, strict=False))):
+        git(parent, "add", child.name)
+        git(parent, "commit", "-qm", "sub")
+    git(chain[-1], "config", "core.fsmonitor", script(root, "deep"))
+    (chain[-1] / "f").write_text("changed\n")
+    return "git status"
+
+
+TRAPS = [
+    fsmonitor,
+    textconv,
+    filter_driver,
+    shell_alias,
+    included,
+    commit_hook,
+    gitdir_file,
+    trailer_command,
+    ext_transport,
+    deep_submodule,
+]
 
 
 @pytest.mark.parametrize("trap", TRAPS, ids=[t.__name__ for t in TRAPS])
@@ -407,3 +462,20 @@ def test_worktree_configuration_and_a_quoted_git_are_seen(tmp_path: Path) -> Non
             "(core.fsmonitor in .git/config.worktree)"
         ), command
     assert git_reason("git status", str(tmp_path), str(tmp_path)) is None  # trusted
+
+
+def test_a_folder_that_does_not_exist_yet_asks_and_hides_no_other_repository(
+    tmp_path: Path,
+) -> None:
+    # `cd missing` fails and the second git runs in the armed session folder; `mkdir d && cp -r
+    # …/.git d && git -C d status` makes the repository it runs in: neither can pass unasked
+    git(tmp_path, "init", "-q", ".")
+    git(tmp_path, "config", "core.fsmonitor", "./run.sh")
+    for command in ("cd missing; git status", "git -C missing status; git status"):
+        reason = git_reason(command, str(tmp_path), None)
+        assert reason is not None and "missing, which does not exist yet" in reason, command
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    reason = git_reason("mkdir d && git -C d status", str(plain), None)
+    assert reason is not None and "does not exist yet" in reason
+    assert git_reason("mkdir d && git -C d status", str(plain), str(plain)) is None  # trusted

@@ -14,7 +14,8 @@ on: the session's folder, moved by ``-C DIR`` (cumulative, as git does), ``--git
 ``--work-tree``, and a ``cd DIR`` (or ``pushd``) earlier on the line. Where the line moves is
 only approximated (a ``cd`` in a subshell does not last), so every folder the line may be in
 is checked: the session's and each one a ``cd`` before that ``git`` named. A folder known only
-when the line runs (``cd "$X"``, ``git -C "$X"``) cannot be checked, so it asks.
+when the line runs (``cd "$X"``, ``git -C "$X"``), or one that does not exist yet (the line may
+make it, and copy a ``.git`` there), cannot be checked, so it asks.
 
 The answer, when the repository's own configuration (local, worktree, the files they include;
 never the user's global configuration) or its hooks make git run a program, is one sentence
@@ -34,6 +35,7 @@ checked; one elsewhere (``git -C /tmp/other status``) still is.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -175,11 +177,20 @@ def git_reason(command: object, workspace: str | None, trusted_root: str | None)
                 "it runs git in a folder known only when it runs, so that repository's "
                 "configuration (which can make git run programs) cannot be checked"
             )
+        if not os.path.isdir(target.folder):  # made by the line itself (`mkdir d && cd d`)?
+            if trusted_root is not None and path_within(
+                os.path.realpath(target.folder), os.path.realpath(trusted_root)
+            ):
+                continue  # whatever repository is there then is inside the trusted project
+            return (
+                f"it runs git in {target.folder}, which does not exist yet, so that "
+                "repository's configuration (which can make git run programs) cannot be checked"
+            )
         try:
             found = repository_programs(target.folder, target.command, options=target.options)
-        except FileNotFoundError:
-            return None  # no git here: nothing runs
         except (OSError, subprocess.TimeoutExpired) as error:
+            if isinstance(error, FileNotFoundError) and shutil.which("git") is None:
+                return None  # no git here: nothing runs
             return f"the git configuration of {target.folder} could not be read ({error})"
         if found is None or not found.programs:
             continue

@@ -37,6 +37,10 @@ PROGRAM_SETTINGS: Mapping[str, str] = {
     "core.gitproxy": "always",
     "core.alternaterefscommand": "always",
     "sequence.editor": "always",
+    "interactive.difffilter": "always",
+    "trailer.*.cmd": "always",
+    "trailer.*.command": "always",
+    "hook.*.command": "always",
     "diff.external": "always",
     "diff.*.textconv": "always",
     "diff.*.command": "always",
@@ -55,8 +59,8 @@ PROGRAM_SETTINGS: Mapping[str, str] = {
     "remote.*.receivepack": "always",
     "remote.*.url": "an ext:: address",
     "remote.*.pushurl": "an ext:: address",
-    "url.*.insteadof": "an ext:: address",
-    "url.*.pushinsteadof": "an ext:: address",
+    "url.*.insteadof": "an ext:: address as its subsection (the address it rewrites to)",
+    "url.*.pushinsteadof": "an ext:: address as its subsection (the address it rewrites to)",
     "submodule.*.url": "an ext:: address",
     "submodule.*.update": "a `!` command",
     "difftool.*.cmd": "always",
@@ -71,6 +75,9 @@ PROGRAM_SETTINGS: Mapping[str, str] = {
     "sendemail.cccmd": "always",
     "sendemail.*.tocmd": "always",
     "sendemail.*.cccmd": "always",
+    "sendemail.sendmailcmd": "always",
+    "sendemail.*.sendmailcmd": "always",
+    "imap.tunnel": "always",
     "sendemail.smtpserver": "an absolute path (a sendmail-like program)",
     "sendemail.*.smtpserver": "an absolute path (a sendmail-like program)",
 }
@@ -175,6 +182,8 @@ def _setting_runs(key: str, value: str | None) -> bool:
         return bool(text)
     if rule.startswith("unless git-lfs"):
         return text not in _LFS.get(key.lower(), frozenset())
+    if rule.startswith("an ext:: address as its subsection"):  # url.<ext::…>.insteadOf
+        return key[len("url.") : key.rfind(".")].strip().lower().startswith("ext::")
     if rule == "an ext:: address":
         return text.startswith("ext::")
     if rule == "a `!` command":
@@ -339,9 +348,30 @@ def repository_programs(
     found = _one(git, os.fspath(cwd), options, command, base, timeout)
     if found is None:
         return None
-    programs = list(found.programs)
-    for entry in submodule_git_entries(found.folder):
-        if os.path.basename(entry) == ".git":
-            inner = _one(git, os.path.dirname(entry), (), command, base, timeout)
-            programs += inner.programs if inner is not None else ()
+    programs = [*found.programs, *_submodules(git, found.folder, command, base, timeout)]
     return RepositoryPrograms(found.folder, tuple(programs))
+
+
+_SUBMODULE_DEPTH = 8
+"""How deep :func:`repository_programs` follows submodules inside submodules. git itself
+has no limit (``git status`` runs a ``git status`` in each submodule, which does the same in
+its own), so a submodule deeper than this is reported as an unknown program: it asks."""
+
+
+def _submodules(
+    git: str, folder: str, command: str, base: Mapping[str, str], timeout: float, depth: int = 1
+) -> Iterator[ConfiguredProgram]:
+    """The programs of every submodule git may enter from the repository at ``folder``, and of
+    theirs in turn (:data:`_SUBMODULE_DEPTH`)."""
+    for entry in submodule_git_entries(folder, depth=1):
+        if os.path.basename(entry) != ".git":
+            continue  # not checked out: no repository there now
+        tree = os.path.dirname(entry)
+        if depth > _SUBMODULE_DEPTH:
+            why = f"an unknown program (submodules nested deeper than {_SUBMODULE_DEPTH})"
+            yield ConfiguredProgram("its configuration", tree, why)
+            return
+        inner = _one(git, tree, (), command, base, timeout)
+        if inner is not None:
+            yield from inner.programs
+            yield from _submodules(git, inner.folder, command, base, timeout, depth + 1)
