@@ -479,3 +479,26 @@ def test_a_folder_that_does_not_exist_yet_asks_and_hides_no_other_repository(
     reason = git_reason("mkdir d && git -C d status", str(plain), None)
     assert reason is not None and "does not exist yet" in reason
     assert git_reason("mkdir d && git -C d status", str(plain), str(plain)) is None  # trusted
+
+
+def test_a_relative_git_dir_is_read_in_the_folder_git_moves_to(tmp_path: Path) -> None:
+    # git sets GIT_DIR from --git-dir as written and applies -C first: `git --git-dir=.git -C
+    # sub status` reads sub/.git (its fsmonitor runs), not the session folder's plain .git
+    git(tmp_path, "init", "-q", ".")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q", ".")
+    git(sub, "config", "core.fsmonitor", "./run.sh")
+    reason = git_reason("git --git-dir=.git -C sub status", str(tmp_path), None)
+    assert reason is not None and "./run.sh (core.fsmonitor in" in reason
+
+
+def test_a_tilde_bash_does_not_expand_is_not_taken_for_the_home_folder(tmp_path: Path) -> None:
+    # bash expands neither `--git-dir=~/x` nor a quoted "~/x": git then reads ./~/x
+    armed = tmp_path / "~" / "x"
+    armed.mkdir(parents=True)
+    git(armed, "init", "-q", ".")
+    git(armed, "config", "core.fsmonitor", "./run.sh")
+    for command in ("git --git-dir=~/x/.git --work-tree=~/x status", 'git -C "~/x" status'):
+        reason = git_reason(command, str(tmp_path), None)
+        assert reason is not None, command

@@ -65,6 +65,19 @@ class GitTarget:
     command: str | None
 
 
+def _path(folder: str, given: str, expanded: bool) -> str | None:
+    """``given`` made absolute against ``folder``; ``expanded``: bash expands a leading ``~``
+    there (a word of its own, unquoted). A ``~`` word whose literal folder exists (a folder
+    named ``~`` in the session's: bash leaves a quoted ``"~/x"`` as it is) is ambiguous:
+    ``None``, known only when it runs."""
+    if given.startswith("~"):
+        if os.path.lexists(os.path.join(folder, given.split("/", 1)[0])):
+            return None
+        if expanded:
+            given = os.path.expanduser(given)
+    return os.path.normpath(os.path.join(folder, given))
+
+
 def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
     """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs)."""
     args = [w for w in words[1:] if w is None or not w.startswith("-") or w == "-"]
@@ -75,19 +88,23 @@ def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
     target = args[0]
     if target is None or target == "-":
         return None
-    return os.path.normpath(os.path.join(folder, os.path.expanduser(target)))
+    return _path(folder, target, expanded=True)
 
 
 def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
-    """The :class:`GitTarget` of ``git <args>`` started in ``folder``."""
-    options: list[str] = []
+    """The :class:`GitTarget` of ``git <args>`` started in ``folder``. git applies each ``-C``
+    as it reads it, but a relative ``--git-dir``/``--work-tree`` only once all are read (it sets
+    ``GIT_DIR``), so against the last folder: ``git --git-dir=.git -C sub`` is ``sub/.git``."""
+    options: list[tuple[str, str, bool]] = []
     index = 0
+    command: str | None = None
     while index < len(args):
         word = args[index]
         if word is None:
             return GitTarget(None, (), None)
         if not word.startswith("-"):
-            return GitTarget(folder, tuple(options), word)
+            command = word
+            break
         name, equals, value = word.partition("=")
         if name in ("--git-dir", "--work-tree") or word == "-C":
             given: str | None = value
@@ -96,17 +113,22 @@ def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
                 given = args[index] if index < len(args) else None
             if given is None or folder is None:
                 return GitTarget(None, (), None)
-            path = os.path.join(folder, os.path.expanduser(given))
             if word == "-C":
-                folder = os.path.normpath(path)
+                folder = _path(folder, given, expanded=True)
             else:
-                options.append(f"{name}={os.path.normpath(path)}")
+                options.append((name, given, not equals))  # `--git-dir=~/x`: bash leaves the ~
         elif word == "--bare":
-            options.append(word)
+            options.append((word, "", False))
         elif word in _VALUED:
             index += 1
         index += 1
-    return GitTarget(folder, tuple(options), None)
+    resolved: list[str] = []
+    for name, given, expanded in options:
+        path = _path(folder, given, expanded) if folder is not None and given else None
+        if name != "--bare" and path is None:
+            return GitTarget(None, (), None)
+        resolved.append(name if name == "--bare" else f"{name}={path}")
+    return GitTarget(folder, tuple(resolved), command)
 
 
 def _commands(analysis: CommandAnalysis) -> Iterator[tuple[str | None, ...]]:
