@@ -30,12 +30,21 @@ The command line checks what it can read (:meth:`RunFlags.resolve`: a missing fi
 wrong shape is one line, exit 2) and hands the flags, as given, to the session worker's command
 line (:meth:`RunFlags.worker_args`; the worker resolves them again) or, for ``-p``, to the
 worker config of its own process (:class:`RunOptions`).
+
+**A file is the file as the user gave it.** Every worker of the run reads the files again (a
+restarted one, a ``/resume``'d session's), and a file in the project is one the model may edit
+meanwhile: ``--mcp-config servers.json`` must not start a server the model wrote there later,
+without the approval a project's servers need. So the command line pins each file by its
+SHA-256 (:meth:`RunFlags.pin`, carried as ``--pinned-file``) and a worker that finds one changed
+refuses to start, saying so; the contents never go on a command line (a server's ``env`` may
+hold a token, and ``ps`` shows every process's arguments).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -132,6 +141,25 @@ class RunFlags(msgspec.Struct, frozen=True):
     append_system_prompt_file: str | None = None
     mcp_config: tuple[str, ...] = ()
     strict_mcp_config: bool = False
+    pinned: tuple[tuple[str, str], ...] = ()
+    """``(path, SHA-256)`` of each file as the command line read it (:meth:`pin`)."""
+
+    def files(self) -> list[str]:
+        """The files these flags read (prompt files, ``--mcp-config`` files)."""
+        given = [self.system_prompt_file, self.append_system_prompt_file]
+        given += [v for v in self.mcp_config if not v.lstrip().startswith("{")]
+        return [f for f in given if f is not None]
+
+    def pin(self) -> RunFlags:
+        """These flags with every file pinned as it is now (a file that cannot be read is not
+        pinned: :meth:`resolve` says what is wrong with it)."""
+        pinned: dict[str, str] = {}
+        for file in self.files():
+            try:
+                pinned[file] = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+            except OSError:
+                continue
+        return msgspec.structs.replace(self, pinned=tuple(pinned.items()))
 
     @property
     def given(self) -> bool:
@@ -165,20 +193,22 @@ class RunFlags(msgspec.Struct, frozen=True):
                 "--strict-mcp-config uses only the servers of --mcp-config: give --mcp-config "
                 "FILE_OR_JSON too"
             )
+        pins = dict(self.pinned)
         servers: dict[str, Any] | None = None
         for value in self.mcp_config:
-            found = _mcp_servers(value)
+            found = _mcp_servers(value, pins)
             servers = {**(servers or {}), **found}
         return RunOptions(
             allowed=self.allowed,
             disallowed=self.disallowed,
             system_prompt=_prompt(
-                self.system_prompt, self.system_prompt_file, "--system-prompt-file"
+                self.system_prompt, self.system_prompt_file, "--system-prompt-file", pins
             ),
             append_system_prompt=_prompt(
                 self.append_system_prompt,
                 self.append_system_prompt_file,
                 "--append-system-prompt-file",
+                pins,
             ),
             mcp_servers=servers,
             strict_mcp=self.strict_mcp_config,
@@ -204,6 +234,8 @@ class RunFlags(msgspec.Struct, frozen=True):
             argv.append(f"--mcp-config={value}")
         if self.strict_mcp_config:
             argv.append("--strict-mcp-config")
+        for file, digest in self.pinned:
+            argv.append(f"--pinned-file={digest}:{file}")
         return argv
 
 
@@ -220,6 +252,7 @@ def add_worker_flags(parser: Any) -> None:
         parser.add_argument(flag, metavar="TEXT")
     parser.add_argument("--mcp-config", action="append", default=[], metavar="FILE_OR_JSON")
     parser.add_argument("--strict-mcp-config", action="store_true")
+    parser.add_argument("--pinned-file", action="append", default=[], metavar="SHA256:FILE")
 
 
 def worker_flags(args: Any) -> RunFlags:
@@ -233,37 +266,51 @@ def worker_flags(args: Any) -> RunFlags:
         append_system_prompt_file=args.append_system_prompt_file,
         mcp_config=tuple(args.mcp_config),
         strict_mcp_config=args.strict_mcp_config,
+        pinned=tuple(
+            (file, digest)
+            for digest, _, file in (value.partition(":") for value in args.pinned_file)
+        ),
     )
 
 
-def _prompt(text: str | None, file: str | None, flag: str) -> str | None:
-    if file is None:
-        return text
+def _read(file: str, where: str, pins: Mapping[str, str]) -> str:
+    """``file``'s text, when it is still as :meth:`RunFlags.pin` found it."""
     try:
-        return Path(file).read_text(encoding="utf-8")
+        data = Path(file).read_bytes()
     except FileNotFoundError:
-        raise RunOptionsError(f"{flag} {file}: no such file") from None
+        raise RunOptionsError(f"{where}: no such file") from None
     except IsADirectoryError:
-        raise RunOptionsError(f"{flag} {file}: a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise RunOptionsError(f"{flag} {file}: cannot read it ({error})") from None
+        raise RunOptionsError(f"{where}: a folder, not a file") from None
+    except OSError as error:
+        raise RunOptionsError(f"{where}: cannot read it ({error})") from None
+    pinned = pins.get(file)
+    if pinned is not None and hashlib.sha256(data).hexdigest() != pinned:
+        raise RunOptionsError(
+            f"{where}: changed since this run started (a run uses each file as it was when "
+            "the run started); start a new run to use it as it is now"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RunOptionsError(f"{where}: cannot read it ({error})") from None
 
 
-def _mcp_servers(value: str) -> dict[str, Any]:
+def _prompt(text: str | None, file: str | None, flag: str, pins: Mapping[str, str]) -> str | None:
+    return text if file is None else _read(file, f"{flag} {file}", pins)
+
+
+def _mcp_servers(value: str, pins: Mapping[str, str]) -> dict[str, Any]:
     """The servers of one ``--mcp-config`` value: JSON text (it starts with ``{``) or a file."""
     if value.lstrip().startswith("{"):
         where, text = "--mcp-config (JSON)", value
     else:
         where = f"--mcp-config {value}"
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not Path(value).exists():
             raise RunOptionsError(
                 f"{where}: no such file (give a file or the JSON itself: "
                 "'{\"mcpServers\": {...}}')"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise RunOptionsError(f"{where}: cannot read it ({error})") from None
+            )
+        text = _read(value, where, pins)
     try:
         data = json.loads(text)
     except ValueError as error:
