@@ -298,3 +298,37 @@ def test_submodules_deeper_than_followed_are_an_unknown_program(tmp_path: Path) 
         "core.fsmonitor",
         "its configuration",
     ]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="gives a folder to another user"
+)
+def test_a_repository_the_system_configuration_trusts_is_read_whoever_owns_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `safe.directory = *` in /etc/gitconfig (many container images): git enters a repository
+    # another user owns and runs its fsmonitor, its submodule's too; the check must see them
+    from pico3 import repository_programs
+
+    identity = ("-c", "user.email=t@example.com", "-c", "user.name=t")
+    repo, lib = tmp_path / "repo", tmp_path / "repo" / "lib"
+    for folder in (repo, lib):
+        folder.mkdir()
+        _git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        _git(folder, "add", "f")
+        _git(folder, *identity, "commit", "-qm", "init")
+    _git(repo, "add", "lib")
+    _git(repo, "config", "core.fsmonitor", "./top.sh")
+    _git(lib, "config", "core.fsmonitor", "./lib.sh")
+    for path in (tmp_path, *tmp_path.rglob("*")):
+        os.lchown(path, 65534, 65534)  # nobody's
+    system = tmp_path.parent / f"{tmp_path.name}.system.gitconfig"
+    system.write_text("[safe]\n\tdirectory = *\n")
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    assert repository_programs(repo, "status") is None  # git refuses it: nothing runs
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    found = repository_programs(repo, "status")
+    assert found is not None
+    assert [p.program for p in found.programs] == ["./top.sh", "./lib.sh"]

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import cache
 
-from pico3.git import _environment, submodule_git_entries  # pyright: ignore[reportPrivateUsage]
+from pico3.git import (  # pyright: ignore[reportPrivateUsage]
+    _FIXED,
+    _environment,
+)
 
 __all__ = ["PROGRAM_SETTINGS", "ConfiguredProgram", "RepositoryPrograms", "repository_programs"]
 
@@ -147,16 +150,63 @@ _Entry = tuple[str, str, str, str | None]
 def _plain(
     git: str, cwd: str, args: Sequence[str], base: Mapping[str, str], timeout: float
 ) -> subprocess.CompletedProcess[bytes]:
-    """``git <args>`` with no configuration added and none inherited (reading commands only)."""
+    """``git <args>`` with no configuration added and none inherited (reading commands only),
+    reading the system configuration as the command checked will (:func:`_reading`)."""
     return subprocess.run(
         [git, "--no-pager", *args],
         cwd=cwd,
-        env=_environment((), base),
+        env=_reading(base),
         stdin=subprocess.DEVNULL,
         capture_output=True,
         check=False,
         timeout=timeout,
     )
+
+
+def _reading(base: Mapping[str, str]) -> dict[str, str]:
+    """The environment that reads a repository as the user's own ``git`` will: the system
+    configuration too (unless ``base`` turns it off), as it may trust a repository another user
+    owns (``safe.directory = *``, common in containers) that git refuses otherwise. Reading runs
+    nothing; the system configuration's settings are not the repository's (scope ``system``)."""
+    env = _environment((), base)
+    if "GIT_CONFIG_NOSYSTEM" in base:
+        env["GIT_CONFIG_NOSYSTEM"] = base["GIT_CONFIG_NOSYSTEM"]
+    else:
+        del env["GIT_CONFIG_NOSYSTEM"]
+    return env
+
+
+def _gitlinks(
+    git: str, folder: str, base: Mapping[str, str], timeout: float
+) -> list[str] | ConfiguredProgram:
+    """The work trees of the submodules checked out in the repository at ``folder`` (its
+    index's gitlinks with a ``.git``), or why they cannot be listed. Read with every program
+    switched off (:data:`pico3.git._FIXED`) and ``safe.directory=*``: :func:`_one` found git
+    enters this repository, so its owner is no reason to skip its submodules."""
+    overrides = [*_FIXED, ("safe.directory", "*")]
+    try:
+        done = subprocess.run(
+            [git, "--no-pager", "ls-files", "--stage", "-z"],
+            cwd=folder,
+            env=_environment(overrides, base),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return ConfiguredProgram("its submodules", folder, f"an unknown program ({error})")
+    if done.returncode != 0:
+        said = os.fsdecode(done.stderr).strip().splitlines()
+        why = said[-1] if said else f"git ls-files exited with {done.returncode}"
+        return ConfiguredProgram("its submodules", folder, f"an unknown program ({why})")
+    found: list[str] = []
+    for record in done.stdout.split(b"\0"):
+        mode, _, rest = record.partition(b" ")
+        path = os.path.join(folder, os.fsdecode(rest.partition(b"\t")[2]))
+        if mode == b"160000" and os.path.lexists(os.path.join(path, ".git")):
+            found.append(path)
+    return found
 
 
 def _listing(raw: bytes) -> list[_Entry]:
@@ -331,7 +381,7 @@ def repository_programs(
     benign values pass: ``core.fsmonitor = true``, git-lfs's filters), the executable hooks
     ``command`` may run (``status`` and the other reading commands only ``post-index-change``),
     the alias ``command`` names when the repository defines it as a shell command; then the
-    same for each submodule git may enter (:func:`submodule_git_entries`). ``options`` are git's
+    same for each submodule git may enter (the index's gitlinks, recursively). ``options`` are git's
     options that pick the repository (``--git-dir=…``, ``--work-tree=…``, ``--bare``; ``-C``
     is ``cwd``). Nothing the repository configured runs: configuration is read with ``git
     config --list``. Raises ``FileNotFoundError`` without git, ``OSError`` and
@@ -363,10 +413,11 @@ def _submodules(
 ) -> Iterator[ConfiguredProgram]:
     """The programs of every submodule git may enter from the repository at ``folder``, and of
     theirs in turn (:data:`_SUBMODULE_DEPTH`)."""
-    for entry in submodule_git_entries(folder, depth=1):
-        if os.path.basename(entry) != ".git":
-            continue  # not checked out: no repository there now
-        tree = os.path.dirname(entry)
+    trees = _gitlinks(git, folder, base, timeout)
+    if isinstance(trees, ConfiguredProgram):
+        yield trees
+        return
+    for tree in trees:
         if depth > _SUBMODULE_DEPTH:
             why = f"an unknown program (submodules nested deeper than {_SUBMODULE_DEPTH})"
             yield ConfiguredProgram("its configuration", tree, why)
