@@ -502,3 +502,30 @@ def test_a_tilde_bash_does_not_expand_is_not_taken_for_the_home_folder(tmp_path:
     for command in ("git --git-dir=~/x/.git --work-tree=~/x status", 'git -C "~/x" status'):
         reason = git_reason(command, str(tmp_path), None)
         assert reason is not None, command
+
+
+async def test_a_repository_the_same_line_adds_is_checked_before_git_enters_it(
+    kit: Any, tmp_path: Path
+) -> None:
+    # `git add -A` makes an untracked repository (vendor/) a gitlink; the `git status` after it
+    # then enters it as a submodule and runs its fsmonitor
+    repo = repository(tmp_path)
+    vendor = repo / "vendor"
+    vendor.mkdir()
+    git(vendor, "init", "-q", ".")
+    (vendor / "b.txt").write_text("b\n")
+    git(vendor, "add", "b.txt")
+    git(vendor, "commit", "-qm", "init")
+    git(vendor, "config", "core.fsmonitor", script(tmp_path, "embedded"))
+    (vendor / "b.txt").write_text("changed\n")
+    command = "git add -A && git status"
+    asked = Asked()
+    source = allow("Bash(git add:*)", "Bash(git status)")(kit)
+    async with harness(repo, [calls(command), faux_response("ok")], source, asked) as (r, _):
+        results = await run(r)
+    (request,) = asked.requests
+    assert f"(core.fsmonitor in {vendor}/.git/config)" in request["reason"]
+    assert results == ["Tool call blocked: the user denied this call"]
+    assert markers(tmp_path) == []
+    await anyio.run_process(["bash", "-c", command], cwd=repo, check=False)
+    assert markers(tmp_path) == ["embedded"]  # ...though the trap was armed

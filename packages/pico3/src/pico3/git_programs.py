@@ -19,7 +19,7 @@ import shutil
 import stat
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache
 
@@ -179,14 +179,37 @@ def _reading(base: Mapping[str, str]) -> dict[str, str]:
 def _gitlinks(
     git: str, folder: str, base: Mapping[str, str], timeout: float
 ) -> list[str] | ConfiguredProgram:
-    """The work trees of the submodules checked out in the repository at ``folder`` (its
-    index's gitlinks with a ``.git``), or why they cannot be listed. Read with every program
-    switched off (:data:`pico3.git._FIXED`) and ``safe.directory=*``: :func:`_one` found git
-    enters this repository, so its owner is no reason to skip its submodules."""
+    """The work trees of the repositories inside the one at ``folder`` that git may enter:
+    its index's gitlinks that are checked out (``git status`` enters each), and the untracked
+    repositories git lists (``git add -A && git status``: the add makes one a gitlink, the
+    status enters it), or why they cannot be listed. Read with every program switched off
+    (:data:`pico3.git._FIXED`) and ``safe.directory=*``: :func:`_one` found git enters this
+    repository, so its owner is no reason to skip them."""
+    found: list[str] = []
+    for args in (("--stage",), ("--others", "--exclude-standard")):
+        done = _switched_off(git, folder, ["ls-files", *args, "-z"], base, timeout)
+        if isinstance(done, ConfiguredProgram):
+            return done
+        for record in done.split(b"\0"):
+            if args == ("--stage",):
+                mode, _, rest = record.partition(b" ")
+                name = rest.partition(b"\t")[2] if mode == b"160000" else b""
+            else:
+                name = record if record.endswith(b"/") else b""  # a repository, not a file
+            path = os.path.join(folder, os.fsdecode(name).rstrip("/"))
+            if name and os.path.lexists(os.path.join(path, ".git")):
+                found.append(path)
+    return found
+
+
+def _switched_off(
+    git: str, folder: str, args: Sequence[str], base: Mapping[str, str], timeout: float
+) -> bytes | ConfiguredProgram:
+    """The output of ``git <args>`` run with every program switched off, or why it failed."""
     overrides = [*_FIXED, ("safe.directory", "*")]
     try:
         done = subprocess.run(
-            [git, "--no-pager", "ls-files", "--stage", "-z"],
+            [git, "--no-pager", *args],
             cwd=folder,
             env=_environment(overrides, base),
             stdin=subprocess.DEVNULL,
@@ -198,15 +221,9 @@ def _gitlinks(
         return ConfiguredProgram("its submodules", folder, f"an unknown program ({error})")
     if done.returncode != 0:
         said = os.fsdecode(done.stderr).strip().splitlines()
-        why = said[-1] if said else f"git ls-files exited with {done.returncode}"
+        why = said[-1] if said else f"git {args[0]} exited with {done.returncode}"
         return ConfiguredProgram("its submodules", folder, f"an unknown program ({why})")
-    found: list[str] = []
-    for record in done.stdout.split(b"\0"):
-        mode, _, rest = record.partition(b" ")
-        path = os.path.join(folder, os.fsdecode(rest.partition(b"\t")[2]))
-        if mode == b"160000" and os.path.lexists(os.path.join(path, ".git")):
-            found.append(path)
-    return found
+    return done.stdout
 
 
 def _listing(raw: bytes) -> list[_Entry]:
@@ -423,6 +440,7 @@ def _submodules(
             yield ConfiguredProgram("its configuration", tree, why)
             return
         inner = _one(git, tree, (), command, base, timeout)
-        if inner is not None:
-            yield from inner.programs
+        if inner is not None:  # its files named from here: `.git/config` is the submodule's
+            for program in inner.programs:
+                yield replace(program, origin=os.path.join(inner.folder, program.origin))
             yield from _submodules(git, inner.folder, command, base, timeout, depth + 1)
