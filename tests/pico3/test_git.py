@@ -332,3 +332,23 @@ def test_a_repository_the_system_configuration_trusts_is_read_whoever_owns_it(
     found = repository_programs(repo, "status")
     assert found is not None
     assert [p.program for p in found.programs] == ["./top.sh", "./lib.sh"]
+
+
+def test_an_include_this_reading_cannot_see_is_an_unknown_program(tmp_path: Path) -> None:
+    # `include.path = /dev/stdin`: `git status < payload.cfg` (an allowed `git status`, an
+    # input redirection) reads payload.cfg's fsmonitor, the check's git reads /dev/null
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    (tmp_path / ".git" / "real.cfg").write_text("[core]\n\tbare = false\n")
+    _git(tmp_path, "config", "include.path", "real.cfg")  # a file, next to .git/config
+    _git(tmp_path, "config", "includeIf.onbranch:x.path", "missing.cfg")  # includes nothing
+    found = repository_programs(tmp_path, "status")
+    assert found is not None and found.programs == ()
+    (tmp_path / "dev").symlink_to("/dev")
+    for value in ("/dev/stdin", "/proc/self/fd/0", "../dev/fd/0"):
+        _git(tmp_path, "config", "--replace-all", "include.path", value)
+        found = repository_programs(tmp_path, "status")
+        assert found is not None
+        (program,) = found.programs
+        assert program.setting == "include.path" and f"it includes {value}," in program.program

@@ -251,7 +251,16 @@ def deep_submodule(root: Path, repo: Path) -> str:
     return "git status"
 
 
+def stdin_include(root: Path, repo: Path) -> str:
+    # the configuration includes /dev/stdin: an input redirection (no write, so an allow rule
+    # covers it) feeds git a configuration the check never sees
+    git(repo, "config", "include.path", "/dev/stdin")
+    (repo / "payload.cfg").write_text(f"[core]\n\tfsmonitor = {script(root, 'stdin')}\n")
+    return "git status < payload.cfg"
+
+
 TRAPS = [
+    stdin_include,
     fsmonitor,
     textconv,
     filter_driver,

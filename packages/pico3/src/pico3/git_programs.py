@@ -379,7 +379,34 @@ def _one(
     ]
     found += _alias(entries, command, _builtins(git))
     found += _hooks(entries, command, top, common)
+    found += _unseen_includes(entries, cwd)
     return RepositoryPrograms(os.path.realpath(top), tuple(found))
+
+
+def _unseen_includes(entries: list[_Entry], cwd: str) -> Iterator[ConfiguredProgram]:
+    """The includes whose text this reading cannot see as the checked ``git`` will: anything
+    but a regular file (``include.path = /dev/stdin``: ``git status < payload.cfg`` feeds git
+    a configuration this reading, its input ``/dev/null``, never sees; a FIFO; ``/dev/fd/3``)
+    and anything under ``/proc`` (``/proc/self`` is another process for each reader)."""
+    for scope, origin, key, value in entries:
+        lowered = key.lower()
+        is_include = lowered == "include.path" or (
+            lowered.startswith("includeif.") and lowered.endswith(".path")
+        )
+        if scope not in _OWN_SCOPES or not is_include or not value:
+            continue
+        path = os.path.expanduser(value)
+        if not os.path.isabs(path):  # relative to the file that includes it
+            path = os.path.join(cwd, os.path.dirname(origin), path)
+        try:
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except FileNotFoundError:
+            regular = True  # missing (a dangling symlink too): git includes nothing
+        except OSError:
+            regular = False
+        if not regular or os.path.realpath(path).startswith(("/proc/", "/dev/")):
+            why = f"an unknown program (it includes {value}, not a file this check can read)"
+            yield ConfiguredProgram(key, origin, why)
 
 
 def repository_programs(
