@@ -352,3 +352,11 @@ def test_an_include_this_reading_cannot_see_is_an_unknown_program(tmp_path: Path
         assert found is not None
         (program,) = found.programs
         assert program.setting == "include.path" and f"it includes {value}," in program.program
+    _git(tmp_path, "config", "--unset-all", "include.path")
+    config = tmp_path / ".git" / "config"
+    config.rename(tmp_path / ".git" / "config.real")
+    config.symlink_to("/dev/stdin")  # the repository's own configuration, read from the input
+    found = repository_programs(tmp_path, "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(config) and "not a file this check can read" in program.program

@@ -380,14 +380,30 @@ def _one(
     found += _alias(entries, command, _builtins(git))
     found += _hooks(entries, command, top, common)
     found += _unseen_includes(entries, cwd)
+    for own in (os.path.join(common, "config"), os.path.join(git_dir, "config.worktree")):
+        if _unseen(own):  # `.git/config` a symlink to /dev/stdin
+            why = "an unknown program (its configuration is not a file this check can read)"
+            found.append(ConfiguredProgram("its configuration", own, why))
     return RepositoryPrograms(os.path.realpath(top), tuple(found))
 
 
+def _unseen(path: str) -> bool:
+    """Whether the configuration file ``path`` is one whose text this reading cannot see as the
+    checked ``git`` will: anything but a regular file (``/dev/stdin``: ``git status <
+    payload.cfg`` feeds git a configuration this reading, its input ``/dev/null``, never sees;
+    a FIFO; ``/dev/fd/3``) and anything under ``/proc`` (``/proc/self`` is another process for
+    each reader). A missing file is no such file: git reads nothing there either."""
+    try:
+        regular = stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False  # missing (a dangling symlink too): git includes nothing
+    except OSError:
+        return True
+    return not regular or os.path.realpath(path).startswith(("/proc/", "/dev/"))
+
+
 def _unseen_includes(entries: list[_Entry], cwd: str) -> Iterator[ConfiguredProgram]:
-    """The includes whose text this reading cannot see as the checked ``git`` will: anything
-    but a regular file (``include.path = /dev/stdin``: ``git status < payload.cfg`` feeds git
-    a configuration this reading, its input ``/dev/null``, never sees; a FIFO; ``/dev/fd/3``)
-    and anything under ``/proc`` (``/proc/self`` is another process for each reader)."""
+    """The includes this reading cannot see as the checked ``git`` will (:func:`_unseen`)."""
     for scope, origin, key, value in entries:
         lowered = key.lower()
         is_include = lowered == "include.path" or (
@@ -398,13 +414,7 @@ def _unseen_includes(entries: list[_Entry], cwd: str) -> Iterator[ConfiguredProg
         path = os.path.expanduser(value)
         if not os.path.isabs(path):  # relative to the file that includes it
             path = os.path.join(cwd, os.path.dirname(origin), path)
-        try:
-            regular = stat.S_ISREG(os.stat(path).st_mode)
-        except FileNotFoundError:
-            regular = True  # missing (a dangling symlink too): git includes nothing
-        except OSError:
-            regular = False
-        if not regular or os.path.realpath(path).startswith(("/proc/", "/dev/")):
+        if _unseen(path):
             why = f"an unknown program (it includes {value}, not a file this check can read)"
             yield ConfiguredProgram(key, origin, why)
 
