@@ -359,4 +359,24 @@ def test_an_include_this_reading_cannot_see_is_an_unknown_program(tmp_path: Path
     found = repository_programs(tmp_path, "status")
     assert found is not None
     (program,) = found.programs
-    assert program.origin == str(config) and "not a file this check can read" in program.program
+    assert program.origin == str(config) and "cannot read" in program.program
+
+
+def test_a_git_file_read_from_the_input_is_an_unknown_program(tmp_path: Path) -> None:
+    # `.git` -> /dev/stdin: `git status < g.txt` reads `gitdir: /elsewhere/.git` from the input
+    from pico3 import repository_programs
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / ".git").symlink_to("/dev/stdin")
+    found = repository_programs(folder, "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(folder / ".git") and "cannot read" in program.program
+    (folder / ".git").unlink()
+    _git(folder, "init", "-q", ".")
+    (folder / ".git" / "commondir").symlink_to("/dev/stdin")
+    found = repository_programs(folder / ".git", "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(folder / ".git" / "commondir")

@@ -340,6 +340,12 @@ def _one(
     base: Mapping[str, str],
     timeout: float,
 ) -> RepositoryPrograms | None:
+    unseen = _unseen_discovery(cwd, options)
+    if unseen is not None:  # what git reads to find the repository may be the command's input
+        why = "an unknown program (git finds its repository through a file this check cannot read)"
+        return RepositoryPrograms(
+            os.path.realpath(cwd), (ConfiguredProgram("its repository", unseen, why),)
+        )
     where = _plain(
         git,
         cwd,
@@ -402,6 +408,41 @@ def _unseen(path: str) -> bool:
     return not regular or os.path.realpath(path).startswith(("/proc/", "/dev/"))
 
 
+def _unseen_discovery(cwd: str, options: Sequence[str]) -> str | None:
+    """The first file git may read to find the repository of ``cwd`` that is no regular file
+    (:func:`_unseen`): a ``.git`` file, or a ``commondir``, ``config`` or ``config.worktree`` of
+    a git folder, in ``cwd`` and each folder above it, and of a ``--git-dir``. A ``.git``
+    symlinked to ``/dev/stdin`` makes ``git status < g.txt`` read ``gitdir: /elsewhere`` from
+    the command's input, where this reading sees nothing."""
+    folders: list[str] = []
+    folder = os.path.abspath(cwd)
+    while True:
+        folders.append(os.path.join(folder, ".git"))
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    folders += [o.partition("=")[2] for o in options if o.startswith("--git-dir=")]
+    for entry in folders:
+        if not os.path.lexists(entry):
+            continue
+        if not os.path.isdir(entry):
+            if _unseen(entry):
+                return entry
+            try:
+                with open(entry, encoding="utf-8", errors="replace") as gitfile:
+                    line = gitfile.readline().strip()
+            except OSError:
+                return entry
+            if not line.startswith("gitdir:"):
+                continue
+            entry = os.path.join(os.path.dirname(entry), line[len("gitdir:") :].strip())
+        for name in ("commondir", "config", "config.worktree"):
+            if _unseen(os.path.join(entry, name)):
+                return os.path.join(entry, name)
+    return None
+
+
 def _unseen_includes(entries: list[_Entry], cwd: str) -> Iterator[ConfiguredProgram]:
     """The includes this reading cannot see as the checked ``git`` will (:func:`_unseen`)."""
     for scope, origin, key, value in entries:
@@ -452,6 +493,8 @@ def repository_programs(
     found = _one(git, os.fspath(cwd), options, command, base, timeout)
     if found is None:
         return None
+    if any(p.setting in ("its repository", "its configuration") for p in found.programs):
+        return found  # unread: its submodules cannot be listed either
     programs = [*found.programs, *_submodules(git, found.folder, command, base, timeout)]
     return RepositoryPrograms(found.folder, tuple(programs))
 
