@@ -380,3 +380,25 @@ def test_a_git_file_read_from_the_input_is_an_unknown_program(tmp_path: Path) ->
     assert found is not None
     (program,) = found.programs
     assert program.origin == str(folder / ".git" / "commondir")
+
+
+def test_a_hook_or_hooks_folder_that_is_another_file_for_git_is_a_program(tmp_path: Path) -> None:
+    # `pre-commit -> /dev/fd/3` runs what `git commit 3< x` opened; `/proc/self/cwd` is git's
+    # folder for git and this reader's for this reader
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.symlink_to("/dev/fd/3")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    assert [(p.setting, p.program) for p in found.programs] == [
+        ("the pre-commit hook", ".git/hooks/pre-commit")
+    ]
+    hook.unlink()
+    _git(tmp_path, "config", "core.hooksPath", "/proc/self/cwd/hooks")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    assert [(p.setting, p.program) for p in found.programs] == [
+        ("core.hooksPath", "/proc/self/cwd/hooks")
+    ]

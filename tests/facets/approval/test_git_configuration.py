@@ -259,7 +259,15 @@ def stdin_include(root: Path, repo: Path) -> str:
     return "git status < payload.cfg"
 
 
+def fd_hook(root: Path, repo: Path) -> str:
+    # a hook symlinked to /dev/fd/3: git runs, as the hook, the file the line opens as fd 3
+    (repo / ".git" / "hooks" / "pre-commit").symlink_to("/dev/fd/3")
+    shutil.copy(script(root, "fd-hook"), repo / "notes.txt")
+    return "git commit --allow-empty -m x 3< notes.txt"
+
+
 TRAPS = [
+    fd_hook,
     stdin_include,
     fsmonitor,
     textconv,

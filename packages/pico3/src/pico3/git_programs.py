@@ -316,20 +316,38 @@ def _hooks(
         folder = os.path.join(common, "hooks")
         setting, where = "", _shown(folder, top)
     names = ["post-index-change"] if command in _INDEX_ONLY else None
+    if _per_process(folder):  # `/proc/self/...`: another folder for git than for this reading
+        yield ConfiguredProgram(setting or "its hooks folder", where, folder)
+        return
     try:
         listed = sorted(os.listdir(folder)) if names is None else names
     except OSError:
         return
     for name in listed:
         path = os.path.join(folder, name)
+        if name.endswith(".sample"):
+            continue
+        if os.path.islink(path):  # `pre-commit -> /dev/fd/3`: git runs what `3< x` opened
+            yield ConfiguredProgram(setting or f"the {name} hook", where, _shown(path, top))
+            continue
         try:
             info = os.stat(path)
         except OSError:
             continue
-        if name.endswith(".sample") or not stat.S_ISREG(info.st_mode):
-            continue
-        if os.access(path, os.X_OK):
+        if stat.S_ISREG(info.st_mode) and os.access(path, os.X_OK):
             yield ConfiguredProgram(setting or f"the {name} hook", where, _shown(path, top))
+
+
+def _per_process(path: str) -> bool:
+    """Whether ``path``, or the first symlink on it, leads into ``/dev`` or ``/proc`` (a file
+    there is another one for each process: ``/dev/fd/3``, ``/proc/self/cwd``)."""
+    normal = os.path.normpath(path)
+    if normal.startswith(("/dev/", "/proc/")):
+        return True
+    if not os.path.islink(normal):
+        return False
+    target = os.path.normpath(os.path.join(os.path.dirname(normal), os.readlink(normal)))
+    return target.startswith(("/dev/", "/proc/"))
 
 
 def _one(
