@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -229,3 +230,175 @@ def test_repository_programs_passes_benign_values_and_the_users_own_configuratio
     found = repository_programs(repo, "st")
     assert found is not None and found.programs == ()
     assert repository_programs(tmp_path, "status") is None  # not a repository
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("interactive.diffFilter", "./filter.sh"),  # `git add -p` pipes its diff through it
+        ("trailer.sign.cmd", "./sign.sh"),  # `git commit --trailer sign:…`
+        ("trailer.sign.command", "./sign.sh"),
+        ("hook.lint.command", "./lint.sh"),  # configuration-defined hooks (newer git)
+        ("sendemail.sendmailCmd", "./mail.sh"),
+        ("imap.tunnel", "./tunnel.sh"),
+        ("url.ext::./fetch.sh.insteadOf", "https://example.invalid/"),  # the key holds it
+        ("url.EXT::./fetch.sh .pushInsteadOf", "https://example.invalid/"),
+    ],
+)
+def test_repository_programs_knows_the_rarer_settings_that_run_a_program(
+    tmp_path: Path, key: str, value: str
+) -> None:
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    assert repository_programs(tmp_path, "commit") == repository_programs(tmp_path, "add")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None and found.programs == ()
+    _git(tmp_path, "config", key, value)
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    (program,) = found.programs
+    assert program.setting.lower() == key.lower() and program.origin == ".git/config"
+
+
+def test_an_ordinary_url_rewrite_runs_nothing(tmp_path: Path) -> None:
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    _git(tmp_path, "config", "url.https://mirror.example/.insteadOf", "https://example.com/")
+    _git(tmp_path, "config", "remote.origin.url", "https://example.com/x")
+    found = repository_programs(tmp_path, "log")
+    assert found is not None and found.programs == ()
+
+
+def test_submodules_deeper_than_followed_are_an_unknown_program(tmp_path: Path) -> None:
+    from pico3 import repository_programs
+    from pico3.git_programs import _SUBMODULE_DEPTH  # pyright: ignore[reportPrivateUsage]
+
+    identity = ("-c", "user.email=t@example.com", "-c", "user.name=t")
+    chain = [tmp_path]
+    for level in range(_SUBMODULE_DEPTH + 1):
+        chain.append(chain[-1] / f"s{level}")
+    for folder in chain:
+        folder.mkdir(exist_ok=True)
+        _git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        _git(folder, "add", "f")
+        _git(folder, *identity, "commit", "-qm", "init")
+    for parent, child in reversed(list(pairwise(chain))):
+        _git(parent, "add", child.name)
+        _git(parent, *identity, "commit", "-qm", "sub")
+    found = repository_programs(chain[0], "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(chain[-1]) and "nested deeper than" in program.program
+    _git(chain[-2], "config", "core.fsmonitor", "./deep.sh")  # the deepest one followed
+    found = repository_programs(chain[0], "status")
+    assert found is not None and [p.setting for p in found.programs] == [
+        "core.fsmonitor",
+        "its configuration",
+    ]
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="gives a folder to another user"
+)
+def test_a_repository_the_system_configuration_trusts_is_read_whoever_owns_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `safe.directory = *` in /etc/gitconfig (many container images): git enters a repository
+    # another user owns and runs its fsmonitor, its submodule's too; the check must see them
+    from pico3 import repository_programs
+
+    identity = ("-c", "user.email=t@example.com", "-c", "user.name=t")
+    repo, lib = tmp_path / "repo", tmp_path / "repo" / "lib"
+    for folder in (repo, lib):
+        folder.mkdir()
+        _git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        _git(folder, "add", "f")
+        _git(folder, *identity, "commit", "-qm", "init")
+    _git(repo, "add", "lib")
+    _git(repo, "config", "core.fsmonitor", "./top.sh")
+    _git(lib, "config", "core.fsmonitor", "./lib.sh")
+    for path in (tmp_path, *tmp_path.rglob("*")):
+        os.lchown(path, 65534, 65534)  # nobody's
+    system = tmp_path.parent / f"{tmp_path.name}.system.gitconfig"
+    system.write_text("[safe]\n\tdirectory = *\n")
+    monkeypatch.delenv("GIT_CONFIG_NOSYSTEM", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    assert repository_programs(repo, "status") is None  # git refuses it: nothing runs
+    monkeypatch.setenv("GIT_CONFIG_SYSTEM", str(system))
+    found = repository_programs(repo, "status")
+    assert found is not None
+    assert [p.program for p in found.programs] == ["./top.sh", "./lib.sh"]
+
+
+def test_an_include_this_reading_cannot_see_is_an_unknown_program(tmp_path: Path) -> None:
+    # `include.path = /dev/stdin`: `git status < payload.cfg` (an allowed `git status`, an
+    # input redirection) reads payload.cfg's fsmonitor, the check's git reads /dev/null
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    (tmp_path / ".git" / "real.cfg").write_text("[core]\n\tbare = false\n")
+    _git(tmp_path, "config", "include.path", "real.cfg")  # a file, next to .git/config
+    _git(tmp_path, "config", "includeIf.onbranch:x.path", "missing.cfg")  # includes nothing
+    found = repository_programs(tmp_path, "status")
+    assert found is not None and found.programs == ()
+    (tmp_path / "dev").symlink_to("/dev")
+    for value in ("/dev/stdin", "/proc/self/fd/0", "../dev/fd/0"):
+        _git(tmp_path, "config", "--replace-all", "include.path", value)
+        found = repository_programs(tmp_path, "status")
+        assert found is not None
+        (program,) = found.programs
+        assert program.setting == "include.path" and f"it includes {value}," in program.program
+    _git(tmp_path, "config", "--unset-all", "include.path")
+    config = tmp_path / ".git" / "config"
+    config.rename(tmp_path / ".git" / "config.real")
+    config.symlink_to("/dev/stdin")  # the repository's own configuration, read from the input
+    found = repository_programs(tmp_path, "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(config) and "cannot read" in program.program
+
+
+def test_a_git_file_read_from_the_input_is_an_unknown_program(tmp_path: Path) -> None:
+    # `.git` -> /dev/stdin: `git status < g.txt` reads `gitdir: /elsewhere/.git` from the input
+    from pico3 import repository_programs
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / ".git").symlink_to("/dev/stdin")
+    found = repository_programs(folder, "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(folder / ".git") and "cannot read" in program.program
+    (folder / ".git").unlink()
+    _git(folder, "init", "-q", ".")
+    (folder / ".git" / "commondir").symlink_to("/dev/stdin")
+    found = repository_programs(folder / ".git", "status")
+    assert found is not None
+    (program,) = found.programs
+    assert program.origin == str(folder / ".git" / "commondir")
+
+
+def test_a_hook_or_hooks_folder_that_is_another_file_for_git_is_a_program(tmp_path: Path) -> None:
+    # `pre-commit -> /dev/fd/3` runs what `git commit 3< x` opened; `/proc/self/cwd` is git's
+    # folder for git and this reader's for this reader
+    from pico3 import repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    hook = tmp_path / ".git" / "hooks" / "pre-commit"
+    hook.symlink_to("/dev/fd/3")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    assert [(p.setting, p.program) for p in found.programs] == [
+        ("the pre-commit hook", ".git/hooks/pre-commit")
+    ]
+    hook.unlink()
+    _git(tmp_path, "config", "core.hooksPath", "/proc/self/cwd/hooks")
+    found = repository_programs(tmp_path, "commit")
+    assert found is not None
+    assert [(p.setting, p.program) for p in found.programs] == [
+        ("core.hooksPath", "/proc/self/cwd/hooks")
+    ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,79 @@ def gitdir_file(root: Path, repo: Path) -> str:
     return "git status"
 
 
-TRAPS = [fsmonitor, textconv, filter_driver, shell_alias, included, commit_hook, gitdir_file]
+def trailer_command(root: Path, repo: Path) -> str:
+    # `Bash(git commit:*)` covers `--trailer`, which runs the trailer's configured command
+    git(repo, "config", "trailer.sign.cmd", script(root, "trailer") + " ;:")
+    return 'git commit --allow-empty -m x --trailer "sign: me"'
+
+
+def ext_transport(root: Path, repo: Path) -> str:
+    # A "partial clone" lacking a blob: `git log -p` fetches it from the promisor remote, whose
+    # address an insteadOf rewrites to an ext:: command (the command is in the key's subsection)
+    blob = subprocess.run(
+        ["git", "rev-parse", "HEAD:a.txt"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    (repo / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    for key, value in {
+        "core.repositoryFormatVersion": "1",
+        "extensions.partialClone": "origin",
+        "remote.origin.promisor": "true",
+        "remote.origin.url": "https://example.invalid/x",
+        "protocol.ext.allow": "always",
+        f"url.ext::{script(root, 'ext')}.insteadOf": "https://example.invalid/x",
+    }.items():
+        git(repo, "config", key, value)
+    return "git log -p"
+
+
+def deep_submodule(root: Path, repo: Path) -> str:
+    # git status enters submodules at any depth: the fourth level's fsmonitor runs too
+    chain = [repo / "s1"]
+    for _ in range(4):
+        chain.append(chain[-1] / f"s{len(chain) + 1}")
+    for folder in chain:
+        folder.mkdir()
+        git(folder, "init", "-q", ".")
+        (folder / "f").write_text("x\n")
+        git(folder, "add", "f")
+        git(folder, "commit", "-qm", "init")
+    for parent, child in reversed(list(zip([repo, *chain], chain, strict=False))):
+        git(parent, "add", child.name)
+        git(parent, "commit", "-qm", "sub")
+    git(chain[-1], "config", "core.fsmonitor", script(root, "deep"))
+    (chain[-1] / "f").write_text("changed\n")
+    return "git status"
+
+
+def stdin_include(root: Path, repo: Path) -> str:
+    # the configuration includes /dev/stdin: an input redirection (no write, so an allow rule
+    # covers it) feeds git a configuration the check never sees
+    git(repo, "config", "include.path", "/dev/stdin")
+    (repo / "payload.cfg").write_text(f"[core]\n\tfsmonitor = {script(root, 'stdin')}\n")
+    return "git status < payload.cfg"
+
+
+def fd_hook(root: Path, repo: Path) -> str:
+    # a hook symlinked to /dev/fd/3: git runs, as the hook, the file the line opens as fd 3
+    (repo / ".git" / "hooks" / "pre-commit").symlink_to("/dev/fd/3")
+    shutil.copy(script(root, "fd-hook"), repo / "notes.txt")
+    return "git commit --allow-empty -m x 3< notes.txt"
+
+
+TRAPS = [
+    fd_hook,
+    stdin_include,
+    fsmonitor,
+    textconv,
+    filter_driver,
+    shell_alias,
+    included,
+    commit_hook,
+    gitdir_file,
+    trailer_command,
+    ext_transport,
+    deep_submodule,
+]
 
 
 @pytest.mark.parametrize("trap", TRAPS, ids=[t.__name__ for t in TRAPS])
@@ -289,3 +362,70 @@ def test_worktree_configuration_and_a_quoted_git_are_seen(tmp_path: Path) -> Non
             "(core.fsmonitor in .git/config.worktree)"
         ), command
     assert git_reason("git status", str(tmp_path), str(tmp_path)) is None  # trusted
+
+
+def test_a_folder_that_does_not_exist_yet_asks_and_hides_no_other_repository(
+    tmp_path: Path,
+) -> None:
+    # `cd missing` fails and the second git runs in the armed session folder; `mkdir d && cp -r
+    # …/.git d && git -C d status` makes the repository it runs in: neither can pass unasked
+    git(tmp_path, "init", "-q", ".")
+    git(tmp_path, "config", "core.fsmonitor", "./run.sh")
+    for command in ("cd missing; git status", "git -C missing status; git status"):
+        reason = git_reason(command, str(tmp_path), None)
+        assert reason is not None and "missing, which does not exist yet" in reason, command
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    reason = git_reason("mkdir d && git -C d status", str(plain), None)
+    assert reason is not None and "does not exist yet" in reason
+    assert git_reason("mkdir d && git -C d status", str(plain), str(plain)) is None  # trusted
+
+
+def test_a_relative_git_dir_is_read_in_the_folder_git_moves_to(tmp_path: Path) -> None:
+    # git sets GIT_DIR from --git-dir as written and applies -C first: `git --git-dir=.git -C
+    # sub status` reads sub/.git (its fsmonitor runs), not the session folder's plain .git
+    git(tmp_path, "init", "-q", ".")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    git(sub, "init", "-q", ".")
+    git(sub, "config", "core.fsmonitor", "./run.sh")
+    reason = git_reason("git --git-dir=.git -C sub status", str(tmp_path), None)
+    assert reason is not None and "./run.sh (core.fsmonitor in" in reason
+
+
+def test_a_tilde_bash_does_not_expand_is_not_taken_for_the_home_folder(tmp_path: Path) -> None:
+    # bash expands neither `--git-dir=~/x` nor a quoted "~/x": git then reads ./~/x
+    armed = tmp_path / "~" / "x"
+    armed.mkdir(parents=True)
+    git(armed, "init", "-q", ".")
+    git(armed, "config", "core.fsmonitor", "./run.sh")
+    for command in ("git --git-dir=~/x/.git --work-tree=~/x status", 'git -C "~/x" status'):
+        reason = git_reason(command, str(tmp_path), None)
+        assert reason is not None, command
+
+
+async def test_a_repository_the_same_line_adds_is_checked_before_git_enters_it(
+    kit: Any, tmp_path: Path
+) -> None:
+    # `git add -A` makes an untracked repository (vendor/) a gitlink; the `git status` after it
+    # then enters it as a submodule and runs its fsmonitor
+    repo = repository(tmp_path)
+    vendor = repo / "vendor"
+    vendor.mkdir()
+    git(vendor, "init", "-q", ".")
+    (vendor / "b.txt").write_text("b\n")
+    git(vendor, "add", "b.txt")
+    git(vendor, "commit", "-qm", "init")
+    git(vendor, "config", "core.fsmonitor", script(tmp_path, "embedded"))
+    (vendor / "b.txt").write_text("changed\n")
+    command = "git add -A && git status"
+    asked = Asked()
+    source = allow("Bash(git add:*)", "Bash(git status)")(kit)
+    async with harness(repo, [calls(command), faux_response("ok")], source, asked) as (r, _):
+        results = await run(r)
+    (request,) = asked.requests
+    assert f"(core.fsmonitor in {vendor}/.git/config)" in request["reason"]
+    assert results == ["Tool call blocked: the user denied this call"]
+    assert markers(tmp_path) == []
+    await anyio.run_process(["bash", "-c", command], cwd=repo, check=False)
+    assert markers(tmp_path) == ["embedded"]  # ...though the trap was armed

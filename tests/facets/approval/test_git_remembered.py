@@ -270,3 +270,17 @@ def test_the_fingerprint_is_the_repositorys_wherever_the_command_starts(tmp_path
     changed = git_check(COMMIT, str(repo), None)
     assert changed is not None
     assert [r.fingerprint for r in changed.repositories] != [r.fingerprint for r in top]
+
+
+def test_a_hook_whose_content_cannot_be_pinned_is_never_offered_always(tmp_path: Path) -> None:
+    # `pre-commit -> /dev/fd/3`: git runs whatever `3< notes.txt` opened, so a fingerprint of
+    # the link would stay the same while the program changes
+    repo = hooked(tmp_path)
+    check = git_check(COMMIT, str(repo), None)
+    assert check is not None and check.repositories != ()  # a regular hook: offered
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.unlink()
+    hook.symlink_to("/dev/fd/3")
+    linked = git_check(COMMIT, str(repo), None)
+    assert linked is not None and "pre-commit" in linked.reason
+    assert linked.repositories == ()

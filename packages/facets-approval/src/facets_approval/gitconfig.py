@@ -5,7 +5,7 @@ someone prepared. Its ``.git/config`` may say ``core.fsmonitor = ./.hidden/run.s
 the most harmless-looking allow rule, ``Bash(git status)``, runs that script: git runs the
 fsmonitor whenever it reads the index. Many settings do the same (filter, diff and merge
 drivers, ``gpg.program``, ``core.sshCommand``, a ``!`` alias, hooks...): pico3 knows them all
-(:data:`pico3.git.PROGRAM_SETTINGS`, :func:`pico3.git.repository_programs`), the same knowledge
+(:data:`pico3.git_programs.PROGRAM_SETTINGS`, :func:`pico3.repository_programs`), the same knowledge
 with which it runs the agent's own git with every one of them switched off.
 
 :func:`git_reason` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
@@ -14,7 +14,8 @@ on: the session's folder, moved by ``-C DIR`` (cumulative, as git does), ``--git
 ``--work-tree``, and a ``cd DIR`` (or ``pushd``) earlier on the line. Where the line moves is
 only approximated (a ``cd`` in a subshell does not last), so every folder the line may be in
 is checked: the session's and each one a ``cd`` before that ``git`` named. A folder known only
-when the line runs (``cd "$X"``, ``git -C "$X"``) cannot be checked, so it asks.
+when the line runs (``cd "$X"``, ``git -C "$X"``), or one that does not exist yet (the line may
+make it, and copy a ``.git`` there), cannot be checked, so it asks.
 
 The answer, when the repository's own configuration (local, worktree, the files they include;
 never the user's global configuration) or its hooks make git run a program, is one sentence
@@ -37,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -75,6 +77,19 @@ class GitTarget:
     command: str | None
 
 
+def _path(folder: str, given: str, expanded: bool) -> str | None:
+    """``given`` made absolute against ``folder``; ``expanded``: bash expands a leading ``~``
+    there (a word of its own, unquoted). A ``~`` word whose literal folder exists (a folder
+    named ``~`` in the session's: bash leaves a quoted ``"~/x"`` as it is) is ambiguous:
+    ``None``, known only when it runs."""
+    if given.startswith("~"):
+        if os.path.lexists(os.path.join(folder, given.split("/", 1)[0])):
+            return None
+        if expanded:
+            given = os.path.expanduser(given)
+    return os.path.normpath(os.path.join(folder, given))
+
+
 def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
     """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs)."""
     args = [w for w in words[1:] if w is None or not w.startswith("-") or w == "-"]
@@ -85,19 +100,23 @@ def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
     target = args[0]
     if target is None or target == "-":
         return None
-    return os.path.normpath(os.path.join(folder, os.path.expanduser(target)))
+    return _path(folder, target, expanded=True)
 
 
 def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
-    """The :class:`GitTarget` of ``git <args>`` started in ``folder``."""
-    options: list[str] = []
+    """The :class:`GitTarget` of ``git <args>`` started in ``folder``. git applies each ``-C``
+    as it reads it, but a relative ``--git-dir``/``--work-tree`` only once all are read (it sets
+    ``GIT_DIR``), so against the last folder: ``git --git-dir=.git -C sub`` is ``sub/.git``."""
+    options: list[tuple[str, str, bool]] = []
     index = 0
+    command: str | None = None
     while index < len(args):
         word = args[index]
         if word is None:
             return GitTarget(None, (), None)
         if not word.startswith("-"):
-            return GitTarget(folder, tuple(options), word)
+            command = word
+            break
         name, equals, value = word.partition("=")
         if name in ("--git-dir", "--work-tree") or word == "-C":
             given: str | None = value
@@ -106,17 +125,22 @@ def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
                 given = args[index] if index < len(args) else None
             if given is None or folder is None:
                 return GitTarget(None, (), None)
-            path = os.path.join(folder, os.path.expanduser(given))
             if word == "-C":
-                folder = os.path.normpath(path)
+                folder = _path(folder, given, expanded=True)
             else:
-                options.append(f"{name}={os.path.normpath(path)}")
+                options.append((name, given, not equals))  # `--git-dir=~/x`: bash leaves the ~
         elif word == "--bare":
-            options.append(word)
+            options.append((word, "", False))
         elif word in _VALUED:
             index += 1
         index += 1
-    return GitTarget(folder, tuple(options), None)
+    resolved: list[str] = []
+    for name, given, expanded in options:
+        path = _path(folder, given, expanded) if folder is not None and given else None
+        if name != "--bare" and path is None:
+            return GitTarget(None, (), None)
+        resolved.append(name if name == "--bare" else f"{name}={path}")
+    return GitTarget(folder, tuple(resolved), command)
 
 
 def _commands(analysis: CommandAnalysis) -> Iterator[tuple[str | None, ...]]:
@@ -178,6 +202,20 @@ class GitCheck:
     repositories: tuple[RememberedGit, ...] = ()
 
 
+def _unpinned(program: ConfiguredProgram) -> bool:
+    """Whether a :func:`fingerprint` cannot pin ``program`` down: what it runs is unknown (a
+    configuration, repository or include this check could not read), or it is a hook with no
+    content hash (a symlink such as ``pre-commit -> /dev/fd/3``, a hooks folder under
+    ``/proc``), whose program can change while the fingerprint stays the same."""
+    if program.program.startswith("an unknown program"):
+        return True
+    hook = program.setting.endswith(" hook") or program.setting in (
+        "core.hooksPath",
+        "its hooks folder",
+    )
+    return hook and not program.digest
+
+
 def fingerprint(programs: Iterable[ConfiguredProgram], folder: str) -> str:
     """A digest of exactly ``programs`` (each setting, its file made absolute against
     ``folder``, the repository's work tree, from which git names them; its value and its file's content hash): any new, removed or changed one, an
@@ -216,11 +254,20 @@ def git_check(
                 "it runs git in a folder known only when it runs, so that repository's "
                 "configuration (which can make git run programs) cannot be checked"
             )
+        if not os.path.isdir(target.folder):  # made by the line itself (`mkdir d && cd d`)?
+            if trusted_root is not None and path_within(
+                os.path.realpath(target.folder), os.path.realpath(trusted_root)
+            ):
+                continue  # whatever repository is there then is inside the trusted project
+            return GitCheck(
+                f"it runs git in {target.folder}, which does not exist yet, so that "
+                "repository's configuration (which can make git run programs) cannot be checked"
+            )
         try:
             found = repository_programs(target.folder, target.command, options=target.options)
-        except FileNotFoundError:
-            return None  # no git here: nothing runs
         except (OSError, subprocess.TimeoutExpired) as error:
+            if isinstance(error, FileNotFoundError) and shutil.which("git") is None:
+                return None  # no git here: nothing runs
             return GitCheck(f"the git configuration of {target.folder} could not be read ({error})")
         if found is None or not found.programs:
             continue
@@ -235,7 +282,7 @@ def git_check(
             named = list(found.programs)
         programs += [p for p in named if p not in programs]
         unknown = unknown or not found.git_dir
-        unknown = unknown or any(p.setting == "its configuration" for p in found.programs)
+        unknown = unknown or any(_unpinned(p) for p in found.programs)
         shown = tuple(str(p) for p in named)
         repositories[found.git_dir] = RememberedGit(found.git_dir, now, shown)
     if not programs:

@@ -104,7 +104,8 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
     )
     from pico3.facets.session import HARNESS_FACET_ID, harness_session_facet
     from pico3.files import fsync_dir, write_atomic
-    from pico3.git import ConfiguredProgram, RepositoryPrograms, repository_programs, run_git
+    from pico3.git import run_git
+    from pico3.git_programs import ConfiguredProgram, RepositoryPrograms, repository_programs
     from pico3.handle import HarnessHandle
     from pico3.harness import ConversationHandle, Harness, HarnessOptions
     from pico3.hooks import (
@@ -598,9 +599,9 @@ _LAZY: dict[str, str] = {
     "SystemSection": "pico3.turn.sections",
     "define_section": "pico3.turn.sections",
     "run_git": "pico3.git",
-    "repository_programs": "pico3.git",
-    "ConfiguredProgram": "pico3.git",
-    "RepositoryPrograms": "pico3.git",
+    "repository_programs": "pico3.git_programs",
+    "ConfiguredProgram": "pico3.git_programs",
+    "RepositoryPrograms": "pico3.git_programs",
     "IgnoreRules": "pico3.ignore",
     "walk_files": "pico3.ignore",
 }

@@ -55,35 +55,18 @@ similar) has no use for any of them, so it does not depend on whether the projec
 ``tests/pico3/test_git.py`` proves it on a real repository whose ``.git/config`` sets
 ``core.fsmonitor`` and a ``.gitattributes``-selected filter to scripts that leave a marker.
 
-The same knowledge, turned around: :func:`repository_programs` says which programs a
-repository's *own* configuration (its local and worktree configuration and the files they
-include; not the user's global configuration, which the user owns) and its hooks folder would
-make a ``git`` command run, for a caller that is about to let someone else's ``git`` run there
-unchanged (the approval feature, before an allowed ``git status``). It reads configuration with
-``git config --list`` (which runs nothing) and looks at the hooks folder; the settings it knows
-are :data:`PROGRAM_SETTINGS`, the rows of the table above and the rarer ones besides.
+The same knowledge, turned around, is :mod:`pico3.git_programs`: which programs a
+repository's own configuration would make an unchanged ``git`` command run.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import stat
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
-from fnmatch import fnmatchcase
-from functools import cache
+from collections.abc import Mapping, Sequence
 
-__all__ = [
-    "PROGRAM_SETTINGS",
-    "ConfiguredProgram",
-    "RepositoryPrograms",
-    "repository_programs",
-    "run_git",
-    "submodule_git_entries",
-]
+__all__ = ["run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -92,10 +75,14 @@ _DIFFING = frozenset({"diff", "log", "show"})
 """Commands that may run diff drivers: they get ``--no-ext-diff --no-textconv``."""
 
 _FIXED: tuple[tuple[str, str], ...] = (
-    ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
-    ("core.excludesFile", os.devnull), ("credential.helper", ""), ("gc.auto", "0"),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.excludesFile", os.devnull),
+    ("credential.helper", ""),
+    ("gc.auto", "0"),
     ("maintenance.auto", "false"),
-)  # fmt: skip
+)
 """Overrides that do not depend on the repository (see the module docstring)."""
 
 _FILTER_KEYS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
@@ -120,8 +107,12 @@ def _inherited_override(name: str) -> bool:
 
 def _environment(overrides: Sequence[tuple[str, str]], base: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in base.items() if not _inherited_override(k)}
-    env.update(GIT_CONFIG_NOSYSTEM="1", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    env["GIT_CONFIG_COUNT"] = str(len(overrides))
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        GIT_CONFIG_COUNT=str(len(overrides)),
+    )
     for index, (key, value) in enumerate(overrides):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
@@ -259,342 +250,3 @@ def submodule_git_entries(tree: str | os.PathLike[str], *, depth: int = 3) -> li
             found.append(path)
     _GITLINKS[(folder, depth)] = (stamp, found)
     return list(found)
-
-
-PROGRAM_SETTINGS: Mapping[str, str] = {
-    "core.fsmonitor": "unless a boolean (true: git's own daemon)",
-    "core.hookspath": "the executable hooks in that folder",
-    "core.editor": "always",
-    "core.pager": "always",
-    "core.sshcommand": "always",
-    "core.askpass": "always",
-    "core.gitproxy": "always",
-    "core.alternaterefscommand": "always",
-    "sequence.editor": "always",
-    "diff.external": "always",
-    "diff.*.textconv": "always",
-    "diff.*.command": "always",
-    "filter.*.clean": "unless git-lfs's own, as `git lfs install` writes it",
-    "filter.*.smudge": "unless git-lfs's own, as `git lfs install` writes it",
-    "filter.*.process": "unless git-lfs's own, as `git lfs install` writes it",
-    "merge.*.driver": "always",
-    "gpg.program": "always",
-    "gpg.*.program": "always",
-    "gpg.ssh.defaultkeycommand": "always",
-    "credential.helper": "unless empty",
-    "credential.*.helper": "unless empty",
-    "pager.*": "unless a boolean",
-    "alias.*": "when the command runs the alias: a `!` shell alias, or one that sets options",
-    "remote.*.uploadpack": "always",
-    "remote.*.receivepack": "always",
-    "remote.*.url": "an ext:: address",
-    "remote.*.pushurl": "an ext:: address",
-    "url.*.insteadof": "an ext:: address",
-    "url.*.pushinsteadof": "an ext:: address",
-    "submodule.*.url": "an ext:: address",
-    "submodule.*.update": "a `!` command",
-    "difftool.*.cmd": "always",
-    "difftool.*.path": "always",
-    "mergetool.*.cmd": "always",
-    "mergetool.*.path": "always",
-    "man.*.cmd": "always",
-    "man.*.path": "always",
-    "browser.*.cmd": "always",
-    "browser.*.path": "always",
-    "sendemail.tocmd": "always",
-    "sendemail.cccmd": "always",
-    "sendemail.*.tocmd": "always",
-    "sendemail.*.cccmd": "always",
-    "sendemail.smtpserver": "an absolute path (a sendmail-like program)",
-    "sendemail.*.smtpserver": "an absolute path (a sendmail-like program)",
-}
-"""The settings through which a repository's configuration makes git run a program (keys as
-git lists them: section and name lower case; ``*`` any subsection or name), each with when its
-value is one. ``include.path`` and ``includeIf.<cond>.path`` are followed (git lists what the
-included file sets, naming that file), so they need no row of their own. Hooks in the default
-folder (``.git/hooks``, not ``*.sample``) run too: :func:`repository_programs` looks."""
-
-_BOOLEANS = frozenset({"", "true", "false", "yes", "no", "on", "off", "1", "0"})
-
-_LFS = {
-    "filter.lfs.clean": frozenset({"git-lfs clean -- %f"}),
-    "filter.lfs.smudge": frozenset({"git-lfs smudge -- %f", "git-lfs smudge --skip -- %f"}),
-    "filter.lfs.process": frozenset({"git-lfs filter-process", "git-lfs filter-process --skip"}),
-}
-"""The filter commands ``git lfs install`` (``--skip-smudge`` too) writes: git-lfs from the
-user's ``PATH``, not a program the repository brings."""
-
-_OWN_SCOPES = frozenset({"local", "worktree"})
-"""The configuration a repository brings (the user's ``global`` one is the user's own)."""
-
-_INDEX_ONLY = frozenset(
-    {
-        "status", "diff", "log", "show", "blame", "annotate", "grep", "ls-files", "ls-tree",
-        "rev-parse", "rev-list", "describe", "shortlog", "cat-file", "show-ref",
-        "for-each-ref", "whatchanged", "diff-files", "diff-index", "diff-tree", "name-rev",
-        "count-objects", "check-ignore", "check-attr", "var", "help", "version",
-    }
-)  # fmt: skip
-"""Commands that run no hook but ``post-index-change`` (``status`` refreshes and writes the
-index); every other command may run any hook."""
-
-
-@dataclass(frozen=True, slots=True)
-class ConfiguredProgram:
-    """One program a repository's own configuration or hooks folder makes git run."""
-
-    setting: str
-    """The setting that names it (``core.fsmonitor``, ``alias.st``, ``core.hooksPath``, or
-    ``the pre-commit hook`` for the default hooks folder)."""
-    origin: str
-    """The file that says so, as git names it (``.git/config``; an included file's path), or
-    the hooks folder."""
-    program: str
-    """The command as written (``./.hidden/run.sh``), or the hook's path."""
-    digest: str = ""
-    """The SHA-256 of its file (a hook; a setting whose value is a file's path, relative to the
-    work tree or absolute), else empty: for a caller remembering what a person approved."""
-
-    def __str__(self) -> str:
-        return f"{self.program} ({self.setting} in {self.origin})"
-
-
-@dataclass(frozen=True, slots=True)
-class RepositoryPrograms:
-    """What :func:`repository_programs` found for one command's repository."""
-
-    folder: str
-    """The repository's work tree (its git folder when it is bare), a real path."""
-    programs: tuple[ConfiguredProgram, ...]
-    """The programs its configuration (its submodules' included) makes git run; empty for an
-    ordinary repository."""
-    git_dir: str = ""
-    """Its git folder (``--git-dir``), a real path; empty when git could not say."""
-
-
-_Entry = tuple[str, str, str, str | None]
-"""One listed setting: (scope, origin file, key, value or ``None`` for a bare key)."""
-
-
-def _plain(
-    git: str, cwd: str, args: Sequence[str], base: Mapping[str, str], timeout: float
-) -> subprocess.CompletedProcess[bytes]:
-    """``git <args>`` with no configuration added and none inherited (reading commands only)."""
-    return subprocess.run(
-        [git, "--no-pager", *args],
-        cwd=cwd,
-        env=_environment((), base),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=False,
-        timeout=timeout,
-    )
-
-
-def _listing(raw: bytes) -> list[_Entry]:
-    """``git config --list --null --show-scope --show-origin``'s records."""
-    fields = raw.split(b"\0")
-    entries: list[_Entry] = []
-    for at in range(0, len(fields) - 2, 3):
-        scope, origin, pair = (os.fsdecode(f) for f in fields[at : at + 3])
-        key, newline, value = pair.partition("\n")
-        entries.append((scope, origin.removeprefix("file:"), key, value if newline else None))
-    return entries
-
-
-def _setting_runs(key: str, value: str | None) -> bool:
-    """Whether ``key = value`` in a repository's own configuration names a program."""
-    rule = next((r for p, r in PROGRAM_SETTINGS.items() if fnmatchcase(key.lower(), p)), None)
-    if rule is None or key.lower() in ("core.hookspath",) or key.lower().startswith("alias."):
-        return False
-    text = "" if value is None else value.strip()
-    if rule.startswith("unless a boolean"):
-        return text.lower() not in _BOOLEANS
-    if rule == "unless empty":
-        return bool(text)
-    if rule.startswith("unless git-lfs"):
-        return text not in _LFS.get(key.lower(), frozenset())
-    if rule == "an ext:: address":
-        return text.startswith("ext::")
-    if rule == "a `!` command":
-        return text.startswith("!")
-    if rule.startswith("an absolute path"):
-        return text.startswith("/")
-    return bool(text)
-
-
-@cache
-def _builtins(git: str) -> frozenset[str]:
-    """git's built-in commands (an alias of the same name never runs)."""
-    try:
-        done = subprocess.run(
-            [git, "--list-cmds=builtins"], capture_output=True, check=False, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset()
-    return frozenset(os.fsdecode(done.stdout).split()) if done.returncode == 0 else frozenset()
-
-
-def _alias(
-    entries: list[_Entry], command: str, builtins: frozenset[str]
-) -> Iterator[ConfiguredProgram]:
-    """The alias ``command`` runs when the repository's configuration defines it (or one it
-    expands to) as a shell command or with options (``-c core.fsmonitor=...``)."""
-    name: str | None = command
-    seen: set[str] = set()
-    while name and name not in seen and name not in builtins:
-        seen.add(name)
-        found = [e for e in entries if e[2].lower() == f"alias.{name.lower()}"]
-        if not found:
-            return
-        scope, origin, _key, value = found[-1]  # the last one wins
-        text = (value or "").strip()
-        if scope in _OWN_SCOPES and (text.startswith("!") or text.startswith("-")):
-            yield ConfiguredProgram(f"alias.{name}", origin, text)
-            return
-        words = text.split()
-        name = None if text.startswith("!") or not words else words[0]
-
-
-def _digest(path: str) -> str:
-    """The SHA-256 of the regular file at ``path``, or ``""`` (none, or unreadable)."""
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a fifo (never opened)
-            return ""
-        with open(path, "rb") as file:
-            return hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError:
-        return ""
-
-
-def _valued(program: ConfiguredProgram, top: str) -> ConfiguredProgram:
-    """``program`` with the digest of the file its value names (its first word, ``!`` off)."""
-    word = (program.program.strip().removeprefix("!").split() or [""])[0]
-    path = os.path.join(top, os.path.expanduser(word))
-    return replace(program, digest=_digest(path)) if word else program
-
-
-def _shown(path: str, top: str) -> str:
-    """``path`` relative to the work tree when it is inside, else as it is."""
-    relative = os.path.relpath(path, top)
-    return path if relative.startswith(os.pardir) else relative
-
-
-def _hooks(
-    entries: list[_Entry], command: str, top: str, common: str
-) -> Iterator[ConfiguredProgram]:
-    """The executable hooks ``command`` may run: in ``core.hooksPath`` when the repository sets
-    it (none when the user's own configuration does: those are the user's), else in the
-    repository's ``hooks`` folder."""
-    set_at = [e for e in entries if e[2].lower() == "core.hookspath" and e[3] is not None]
-    if set_at and set_at[-1][0] not in _OWN_SCOPES:
-        return
-    if set_at:
-        _scope, origin, _key, value = set_at[-1]
-        folder = os.path.join(top, os.path.expanduser(value or ""))
-        setting, where = "core.hooksPath", origin
-    else:
-        folder = os.path.join(common, "hooks")
-        setting, where = "", _shown(folder, top)
-    names = ["post-index-change"] if command in _INDEX_ONLY else None
-    try:
-        listed = sorted(os.listdir(folder)) if names is None else names
-    except OSError:
-        return
-    for name in listed:
-        path = os.path.join(folder, name)
-        try:
-            info = os.stat(path)
-        except OSError:
-            continue
-        if name.endswith(".sample") or not stat.S_ISREG(info.st_mode):
-            continue
-        if os.access(path, os.X_OK):
-            yield ConfiguredProgram(
-                setting or f"the {name} hook", where, _shown(path, top), _digest(path)
-            )
-
-
-def _one(
-    git: str,
-    cwd: str,
-    options: Sequence[str],
-    command: str,
-    base: Mapping[str, str],
-    timeout: float,
-) -> RepositoryPrograms | None:
-    where = _plain(
-        git,
-        cwd,
-        [*options, "rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir",
-         "--is-bare-repository", "--show-toplevel"],
-        base,
-        timeout,
-    )  # fmt: skip
-    lines = os.fsdecode(where.stdout).splitlines()
-    if len(lines) < 3:  # not a repository (or one git refuses to enter): git runs nothing there
-        if _plain(git, cwd, [*options, "rev-parse", "--git-dir"], base, timeout).returncode:
-            return None
-        said = os.fsdecode(where.stderr).strip().splitlines()  # a repository all the same
-        why = f"an unknown program ({said[-1] if said else 'git rev-parse failed'})"
-        unknown = ConfiguredProgram("its configuration", cwd, why)
-        return RepositoryPrograms(os.path.realpath(cwd), (unknown,))
-    git_dir, common, bare = lines[:3]
-    top = lines[3] if bare != "true" and len(lines) > 3 else git_dir
-    listing = ["config", "--list", "--null", "--show-scope", "--show-origin", "--includes"]
-    listed = _plain(git, cwd, [*options, *listing], base, timeout)
-    if listed.returncode != 0:
-        said = os.fsdecode(listed.stderr).strip().splitlines()
-        why = said[-1] if said else f"git config exited with {listed.returncode}"
-        unread = ConfiguredProgram("its configuration", git_dir, f"an unknown program ({why})")
-        return RepositoryPrograms(os.path.realpath(top), (unread,), os.path.realpath(git_dir))
-    entries = _listing(listed.stdout)
-    found = [
-        _valued(ConfiguredProgram(key, origin, value or ""), top)
-        for scope, origin, key, value in entries
-        if scope in _OWN_SCOPES and _setting_runs(key, value)
-    ]
-    found += (_valued(p, top) for p in _alias(entries, command, _builtins(git)))
-    found += _hooks(entries, command, top, common)
-    return RepositoryPrograms(os.path.realpath(top), tuple(found), os.path.realpath(git_dir))
-
-
-def repository_programs(
-    cwd: str | os.PathLike[str],
-    command: str,
-    *,
-    options: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    timeout: float = 30,
-) -> RepositoryPrograms | None:
-    """The programs ``git [options] <command> ...`` run in ``cwd`` would run because the
-    repository there configured them, or ``None`` outside a repository.
-
-    Only the repository's own configuration counts: its local (``.git/config``) and worktree
-    (``config.worktree``) configuration and every file they include (:data:`PROGRAM_SETTINGS`;
-    benign values pass: ``core.fsmonitor = true``, git-lfs's filters), the executable hooks
-    ``command`` may run (``status`` and the other reading commands only ``post-index-change``),
-    the alias ``command`` names when the repository defines it as a shell command; then the
-    same for each submodule git may enter (:func:`submodule_git_entries`). ``options`` are git's
-    options that pick the repository (``--git-dir=…``, ``--work-tree=…``, ``--bare``; ``-C``
-    is ``cwd``). Nothing the repository configured runs: configuration is read with ``git
-    config --list``. Raises ``FileNotFoundError`` without git, ``OSError`` and
-    ``subprocess.TimeoutExpired`` as :func:`run_git` does."""
-    for option in options:
-        if not option.startswith(("--git-dir=", "--work-tree=")) and option != "--bare":
-            raise ValueError(
-                f"repository_programs takes --git-dir=, --work-tree=, --bare; got {option!r}"
-            )
-    git = shutil.which("git")
-    if git is None:
-        raise FileNotFoundError("git is not installed (not found on PATH)")
-    base = os.environ if env is None else env
-    found = _one(git, os.fspath(cwd), options, command, base, timeout)
-    if found is None:
-        return None
-    programs = list(found.programs)
-    for entry in submodule_git_entries(found.folder):
-        if os.path.basename(entry) == ".git":
-            inner = _one(git, os.path.dirname(entry), (), command, base, timeout)
-            programs += inner.programs if inner is not None else ()
-    return RepositoryPrograms(found.folder, tuple(programs), found.git_dir)

@@ -196,5 +196,6 @@ def run_flags(args: argparse.Namespace, *, elsewhere: bool) -> RunFlags | None:
             f"{', '.join(flags.names())}: for a session started here (the TUI, -p, --json, "
             "--continue, --resume), this run only"
         )
+    flags = flags.pin()  # every worker of the run reads the files as they are now, or refuses
     flags.resolve()
     return flags

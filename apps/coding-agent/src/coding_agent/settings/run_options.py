@@ -30,12 +30,21 @@ The command line checks what it can read (:meth:`RunFlags.resolve`: a missing fi
 wrong shape is one line, exit 2) and hands the flags, as given, to the session worker's command
 line (:meth:`RunFlags.worker_args`; the worker resolves them again) or, for ``-p``, to the
 worker config of its own process (:class:`RunOptions`).
+
+**A file is the file as the user gave it.** Every worker of the run reads the files again (a
+restarted one, a ``/resume``'d session's), and a file in the project is one the model may edit
+meanwhile: ``--mcp-config servers.json`` must not start a server the model wrote there later,
+without the approval a project's servers need. So the command line pins each file by its
+SHA-256 (:meth:`RunFlags.pin`, carried as ``--pinned-file``) and a worker that finds one changed
+refuses to start, saying so; the contents never go on a command line (a server's ``env`` may
+hold a token, and ``ps`` shows every process's arguments).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -184,6 +193,28 @@ class RunFlags(msgspec.Struct, frozen=True):
     settings: str | None = None
     agents: str | None = None
     tools: str | None = None
+    pinned: tuple[tuple[str, str], ...] = ()
+    """``(path, SHA-256)`` of each file as the command line read it (:meth:`pin`)."""
+
+    def files(self) -> list[str]:
+        """The files these flags read (prompt files, ``--mcp-config`` and ``--settings``
+        files)."""
+        given = [self.system_prompt_file, self.append_system_prompt_file]
+        given += [v for v in self.mcp_config if not v.lstrip().startswith("{")]
+        if self.settings is not None and not self.settings.lstrip().startswith("{"):
+            given.append(self.settings)
+        return [f for f in given if f is not None]
+
+    def pin(self) -> RunFlags:
+        """These flags with every file pinned as it is now (a file that cannot be read is not
+        pinned: :meth:`resolve` says what is wrong with it)."""
+        pinned: dict[str, str] = {}
+        for file in self.files():
+            try:
+                pinned[file] = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+            except OSError:
+                continue
+        return msgspec.structs.replace(self, pinned=tuple(pinned.items()))
 
     @property
     def given(self) -> bool:
@@ -220,24 +251,26 @@ class RunFlags(msgspec.Struct, frozen=True):
                 "--strict-mcp-config uses only the servers of --mcp-config: give --mcp-config "
                 "FILE_OR_JSON too"
             )
+        pins = dict(self.pinned)
         servers: dict[str, Any] | None = None
         for value in self.mcp_config:
-            found = _mcp_servers(value)
+            found = _mcp_servers(value, pins)
             servers = {**(servers or {}), **found}
         return RunOptions(
             allowed=self.allowed,
             disallowed=self.disallowed,
             system_prompt=_prompt(
-                self.system_prompt, self.system_prompt_file, "--system-prompt-file"
+                self.system_prompt, self.system_prompt_file, "--system-prompt-file", pins
             ),
             append_system_prompt=_prompt(
                 self.append_system_prompt,
                 self.append_system_prompt_file,
                 "--append-system-prompt-file",
+                pins,
             ),
             mcp_servers=servers,
             strict_mcp=self.strict_mcp_config,
-            settings=None if self.settings is None else _settings(self.settings),
+            settings=None if self.settings is None else _settings(self.settings, pins),
             settings_source=_settings_source(self.settings),
             agents=None if self.agents is None else _agents(self.agents),
             tools=None if self.tools is None else _tools(self.tools),
@@ -270,6 +303,8 @@ class RunFlags(msgspec.Struct, frozen=True):
         ):
             if value is not None:
                 argv.append(f"{flag}={value}")
+        for file, digest in self.pinned:
+            argv.append(f"--pinned-file={digest}:{file}")
         return argv
 
 
@@ -289,6 +324,7 @@ def add_worker_flags(parser: Any) -> None:
     parser.add_argument("--settings", metavar="FILE_OR_JSON")
     parser.add_argument("--agents", metavar="JSON")
     parser.add_argument("--tools", metavar="TOOLS")
+    parser.add_argument("--pinned-file", action="append", default=[], metavar="SHA256:FILE")
 
 
 def worker_flags(args: Any) -> RunFlags:
@@ -305,37 +341,51 @@ def worker_flags(args: Any) -> RunFlags:
         settings=args.settings,
         agents=args.agents,
         tools=args.tools,
+        pinned=tuple(
+            (file, digest)
+            for digest, _, file in (value.partition(":") for value in args.pinned_file)
+        ),
     )
 
 
-def _prompt(text: str | None, file: str | None, flag: str) -> str | None:
-    if file is None:
-        return text
+def _read(file: str, where: str, pins: Mapping[str, str]) -> str:
+    """``file``'s text, when it is still as :meth:`RunFlags.pin` found it."""
     try:
-        return Path(file).read_text(encoding="utf-8")
+        data = Path(file).read_bytes()
     except FileNotFoundError:
-        raise RunOptionsError(f"{flag} {file}: no such file") from None
+        raise RunOptionsError(f"{where}: no such file") from None
     except IsADirectoryError:
-        raise RunOptionsError(f"{flag} {file}: a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise RunOptionsError(f"{flag} {file}: cannot read it ({error})") from None
+        raise RunOptionsError(f"{where}: a folder, not a file") from None
+    except OSError as error:
+        raise RunOptionsError(f"{where}: cannot read it ({error})") from None
+    pinned = pins.get(file)
+    if pinned is not None and hashlib.sha256(data).hexdigest() != pinned:
+        raise RunOptionsError(
+            f"{where}: changed since this run started (a run uses each file as it was when "
+            "the run started); start a new run to use it as it is now"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RunOptionsError(f"{where}: cannot read it ({error})") from None
 
 
-def _mcp_servers(value: str) -> dict[str, Any]:
+def _prompt(text: str | None, file: str | None, flag: str, pins: Mapping[str, str]) -> str | None:
+    return text if file is None else _read(file, f"{flag} {file}", pins)
+
+
+def _mcp_servers(value: str, pins: Mapping[str, str]) -> dict[str, Any]:
     """The servers of one ``--mcp-config`` value: JSON text (it starts with ``{``) or a file."""
     if value.lstrip().startswith("{"):
         where, text = "--mcp-config (JSON)", value
     else:
         where = f"--mcp-config {value}"
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not Path(value).exists():
             raise RunOptionsError(
                 f"{where}: no such file (give a file or the JSON itself: "
                 "'{\"mcpServers\": {...}}')"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise RunOptionsError(f"{where}: cannot read it ({error})") from None
+            )
+        text = _read(value, where, pins)
     try:
         data = json.loads(text)
     except ValueError as error:
@@ -353,20 +403,19 @@ def _mcp_servers(value: str) -> dict[str, Any]:
     return cast(dict[str, Any], servers)
 
 
-def _json_object(value: str, flag: str, *, file: bool) -> tuple[str, dict[str, Any]]:
-    """``value`` read as JSON text (it starts with ``{``) or, when ``file``, as a JSON file:
-    the words naming it in an error (``--settings (JSON)``, ``--settings FILE``) and the
-    object."""
+def _json_object(
+    value: str, flag: str, *, file: bool, pins: Mapping[str, str] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """``value`` read as JSON text (it starts with ``{``) or, when ``file``, as a JSON file
+    (still as :meth:`RunFlags.pin` found it, given ``pins``): the words naming it in an error
+    (``--settings (JSON)``, ``--settings FILE``) and the object."""
     if file and not value.lstrip().startswith("{"):
         label = f"{flag} {value}"
-        try:
-            text = Path(value).read_text(encoding="utf-8")
-        except FileNotFoundError:
+        if not Path(value).exists():
             raise RunOptionsError(
                 f"{label}: no such file (give a file or the JSON itself: '{{...}}')"
-            ) from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise RunOptionsError(f"{label}: cannot read it ({error})") from None
+            )
+        text = _read(value, label, pins or {})
     else:
         text, label = value, f"{flag} (JSON)"
     try:
@@ -385,10 +434,10 @@ def _settings_source(value: str | None) -> str:
     return "--settings (JSON)" if value.lstrip().startswith("{") else value
 
 
-def _settings(value: str) -> dict[str, Any]:
+def _settings(value: str, pins: Mapping[str, str]) -> dict[str, Any]:
     """``--settings``' object: a settings file's shape (``permissions`` a table of rule lists,
     ``hooks`` a table of events); the rest is for the readers' notes."""
-    label, data = _json_object(value, "--settings", file=True)
+    label, data = _json_object(value, "--settings", file=True, pins=pins)
     table = data.get("permissions")
     if table is not None and not isinstance(table, dict):
         raise RunOptionsError(f"{label}: `permissions` must be an object of allow, ask and deny")
