@@ -57,6 +57,12 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
         (["--session-id", "abc"], "--session-id is Claude Code's flag, here: no counterpart"),
         (["--fork-session"], "here: /fork in the TUI"),
         (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
+        # the flags of published claude -p scripts (budgets, schemas, CI's bare runs)
+        (["--max-budget-usd", "1.00"], "--max-budget-usd is Claude Code's flag, here: no count"),
+        (["--json-schema", "{}"], "read it from .result"),
+        (["--no-session-persistence"], "every session is stored"),
+        (["--bare"], "--bare is Claude Code's flag, here: no counterpart: --strict-mcp-config"),
+        (["--setting-sources", "user"], "--settings adds one more file"),
         # a model the command line cannot use: exit 1, as a model that is not set up
         (["--model", "opus"], "got 'opus'; for Claude Code's 'opus': anthropic/claude-opus-"),
     ],
@@ -69,3 +75,34 @@ async def test_a_claude_code_flag_is_a_usage_error_naming_what_to_write_here(
     (line,) = result.stderr.splitlines()
     assert line.startswith("coding-agent: error: ") and says in line, line
     assert not (project / "notes.md").exists()  # nothing ran
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["Output a JSON object", "--output-format", "json"],  # claude "PROMPT" (its TUI)
+        ["--output-format=json", "fix the tests"],
+    ],
+)
+async def test_a_prompt_without_p_is_a_usage_error_that_says_to_add_p(
+    project: Path, agent_env: dict[str, str], args: list[str]
+) -> None:
+    result = await _run(project, agent_env, *args)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert 'a prompt needs -p here: coding-agent -p "PROMPT"' in line, line
+    assert not (project / "notes.md").exists()
+
+
+async def test_a_prompt_taken_by_allowed_tools_says_where_it_went(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """``-p --allowedTools Read "write it"``: the list takes the prompt's words as rules (as
+    Claude Code's does); the usage error says so and how to write it."""
+    result = await _run(project, agent_env, "-p", "--allowedTools", "Read", "write it")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("coding-agent: error: -p needs a prompt"), line
+    assert "--allowedTools takes every next word" in line, line
+    assert '(-p "PROMPT" --allowedTools ...)' in line, line
+    assert not (project / "notes.md").exists()

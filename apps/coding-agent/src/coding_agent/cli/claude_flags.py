@@ -54,8 +54,25 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--fallback-model": "no counterpart: a failing model's error ends the run (exit 1)",
     "--session-id": "no counterpart: coding-agent names its sessions (--verbose prints the id)",
     "--fork-session": "/fork in the TUI (after --resume ID)",
+    "--max-budget-usd": "no counterpart: --max-turns N caps the run (the result's "
+    "total_cost_usd says what it cost)",
+    "--json-schema": "no counterpart: ask for the JSON in the prompt and read it from .result "
+    "(there is no structured_output)",
+    "--no-session-persistence": "no counterpart: every session is stored (delete one in the "
+    "coding-agent sessions picker)",
+    "--bare": "no counterpart: --strict-mcp-config leaves the configured MCP servers out and "
+    "--system-prompt replaces the base prompt",
+    "--setting-sources": "no counterpart: your settings and a trusted project's are read; "
+    "--settings adds one more file",
 }
 """Claude Code's flags this command line does not take, each with what to write here."""
+
+
+_PROMPT_HINT = (
+    'a prompt needs -p here: coding-agent -p "PROMPT" (Claude Code\'s claude "PROMPT" opens its '
+    "TUI with it; this TUI starts without one)"
+)
+"""A word where a subcommand stands (``coding-agent "fix the tests"``): a prompt without ``-p``."""
 
 
 def permission_mode(value: str) -> str:
@@ -67,6 +84,8 @@ def permission_mode(value: str) -> str:
 def claude_flag_hint(message: str) -> str | None:
     """What to write instead of the Claude Code flags argparse's ``message`` refuses (an
     unrecognized argument, or a Claude Code mode it does not take), or ``None``."""
+    if message.startswith("argument {") and "invalid choice:" in message:
+        return _PROMPT_HINT
     if "--permission-mode" in message:
         hints = [hint for mode, hint in _MODE_HINTS.items() if hint and f"'{mode}'" in message]
         return hints[0] if hints else None

@@ -722,9 +722,30 @@ def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
         flag = "-p" if args.prompt is not None else "--json"
         raise _UsageError(
             f'{flag} needs a prompt: {flag} "PROMPT", or pipe one in '
-            f"(echo PROMPT | coding-agent {flag})"
+            f"(echo PROMPT | coding-agent {flag}){_listed_words(args)}"
         )
     return prompt
+
+
+_LIST_FLAGS = {
+    "allowed_tools": "--allowedTools",
+    "disallowed_tools": "--disallowedTools",
+    "mcp_config": "--mcp-config",
+}
+"""The options that take every next word (``nargs="+"``), so a prompt after them is theirs."""
+
+
+def _listed_words(args: argparse.Namespace) -> str:
+    """Where a missing prompt may have gone: the list options given take every next word
+    (``-p --allowedTools Read "fix it"``: ``fix it`` is two rules), so the prompt goes first."""
+    given = [flag for dest, flag in _LIST_FLAGS.items() if getattr(args, dest, None)]
+    if not given:
+        return ""
+    takes = "takes" if len(given) == 1 else "take"
+    return (
+        f"; {' and '.join(given)} {takes} every next word, a prompt after it too: write the "
+        f'prompt first (-p "PROMPT" {given[0]} ...) or end the list with another flag'
+    )
 
 
 def _turns(value: str) -> int:
