@@ -204,7 +204,8 @@ def test_with_approval_removed_every_route_blocks_and_the_named_command_restores
     assert again.returncode == 3
     assert again.stderr == (  # the usual headless denial again: approval is back
         "coding-agent: error: blocked the bash call (touch a.txt): it needs approval, and "
-        "-p/--json asks nobody; allow it with --approve allow or --permission-mode auto\n"
+        "-p/--json asks nobody; allow it with --allowedTools 'Bash(touch a.txt)', --approve "
+        "allow or --permission-mode auto\n"
     )
 
 

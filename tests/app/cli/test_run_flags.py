@@ -347,3 +347,28 @@ async def test_a_bad_settings_agents_or_tools_value_is_one_usage_line(
     assert line.startswith("coding-agent: error: ") and says in line, line
     assert not entries and (project / "x" / "keep.txt").exists()
     assert _sessions(env) == []
+
+
+async def test_a_blocked_call_names_the_allowed_tools_rule_that_runs_it(
+    project: Path, env: dict[str, str]
+) -> None:
+    """A ``claude -p`` script's fix for a refused call is a rule, not every call allowed: the
+    blocked line names the narrowest ``--allowedTools`` rule first (the plain command exactly,
+    the tool's Claude Code name), and that rule, given, runs the call; a compound command gets
+    no rule (one would not parse), only the broader ways."""
+    write = {"toolCalls": [{"name": "write", "arguments": {"path": "n.md", "content": "hi\n"}}]}
+    steps = [_bash("touch made.txt"), _bash("touch a; rm -rf x"), write, {"text": "done"}]
+    code, _entries, errors = await _run(project, env, steps, "--json", "go")
+    assert code == 3
+    made, compound, wrote = errors
+    assert "allow it with --allowedTools 'Bash(touch made.txt)', --approve allow" in made, made
+    assert "--allowedTools" not in compound and "allow it with --approve allow" in compound
+    assert "allow it with --allowedTools Write, --approve allow" in wrote, wrote
+    assert not (project / "made.txt").exists()
+
+    code, _entries, errors = await _run(
+        project, env, [_bash("touch made.txt"), {"text": "done"}], "--json", "go",
+        "--allowedTools", "Bash(touch made.txt)",
+    )  # fmt: skip
+    assert (code, errors) == (0, [])
+    assert (project / "made.txt").exists()  # the named rule ran it

@@ -78,7 +78,8 @@ async def test_headless_denies_approval_unless_told_to_allow(
     assert json.loads(out.getvalue().splitlines()[-1])["blocked"] == ["bash (touch ran.txt)"]
     assert err.getvalue() == (
         "coding-agent: error: blocked the bash call (touch ran.txt): it needs approval, and "
-        "-p/--json asks nobody; allow it with --approve allow or --permission-mode auto\n"
+        "-p/--json asks nobody; allow it with --allowedTools 'Bash(touch ran.txt)', --approve "
+        "allow or --permission-mode auto\n"
     )
 
 

@@ -17,6 +17,7 @@ differently, such as another JSON shape or more authority than the user typed.
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ __all__ = [
     "CLAUDE_FLAGS",
     "CLAUDE_MODES",
     "add_run_flags",
+    "allow_rule",
     "claude_flag_hint",
     "permission_mode",
     "run_flags",
@@ -98,6 +100,32 @@ def claude_flag_hint(message: str) -> str | None:
         if name in CLAUDE_FLAGS
     ]
     return "; ".join(hints) or None
+
+
+_PLAIN_COMMAND = re.compile(r"[\w./,@+-]+(?: [\w./=,@+-]+)*")
+"""A command an exact ``Bash(...)`` rule can name: words of letters, digits and path signs,
+one space between, nothing the shell reads (quotes, ``;``, ``|``, ``$``, globs, parentheses),
+and no ``NAME=value`` before the program (a rule names the program, not its environment)."""
+
+
+def allow_rule(tool: str, arguments: object) -> str | None:
+    """The ``--allowedTools`` rule that lets this one call of our ``tool`` run unasked in
+    ``-p``, as a blocked call's hint names it: ``Bash(npm test)`` for a plain command (exactly
+    it), Claude Code's tool name for another tool it has (``Write``: every write), an MCP tool's
+    own name; ``None`` where no rule says it well (a compound or quoted command, a tool Claude
+    Code has no name for)."""
+    # lazy: the command line imports pico3 only when a run needs it
+    from pico3 import claude_code_names
+
+    if tool == "bash":
+        command = arguments.get("command") if isinstance(arguments, dict) else None
+        if isinstance(command, str) and len(command) <= 80 and _PLAIN_COMMAND.fullmatch(command):
+            return f"Bash({command})"
+        return None
+    if tool.startswith("mcp__"):
+        return tool
+    names = claude_code_names(tool)
+    return names[0] if names else None
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:

@@ -55,6 +55,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TextIO, cast
@@ -70,6 +71,7 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.cli.claude_flags import allow_rule
 from coding_agent.cli.claude_output import ClaudeOutput, Subtype
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
 from coding_agent.cli.max_turns import TurnLimit
@@ -298,9 +300,12 @@ def _remedy(name: str, request: dict[str, Any]) -> str:
         return "--approve allow (an ask rule asks in every mode)"
     if isinstance(reason, str):  # accept-edits would ask again
         return "--approve allow or --permission-mode auto"
+    # the narrowest first: a Claude Code script's rule for this call (allow_rule)
+    rule = allow_rule(name, request.get("args"))
+    narrow = f"--allowedTools {shlex.quote(rule)}, " if rule else ""
     if name in ("write", "edit"):
-        return "--approve allow or --permission-mode accept-edits (or auto)"
-    return "--approve allow or --permission-mode auto"
+        return f"{narrow}--approve allow or --permission-mode accept-edits (or auto)"
+    return f"{narrow}--approve allow or --permission-mode auto"
 
 
 def _responders(
