@@ -11,7 +11,9 @@ forms), ``--mcp-config``, ``--strict-mcp-config``, ``--settings``, ``--agents`` 
 (:mod:`coding_agent.settings.run_options`); every other flag of Claude Code's that this command
 line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
-differently, such as another JSON shape or more authority than the user typed.
+differently, such as another JSON shape or more authority than the user typed. A call ``-p``
+refuses for want of approval names the ``--allowedTools`` rule that would run it
+(:func:`allow_rule`), the narrowest fix a ``claude -p`` script knows.
 """
 
 from __future__ import annotations
