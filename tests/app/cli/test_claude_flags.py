@@ -52,10 +52,9 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--fallback-model", "sonnet"], "--fallback-model is Claude Code's flag, here: no count"),
+        (["--input-format", "stream-json"], "--input-format is Claude Code's flag, here: -p"),
         (["--dangerously-skip-permissions"], "here: --permission-mode auto"),
-        (["--session-id", "abc"], "--session-id is Claude Code's flag, here: no counterpart"),
-        (["--fork-session"], "here: /fork in the TUI"),
+        (["--permission-prompt-tool", "mcp__x__ask"], "here: --wait-for-approval leaves"),
         (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
         # the flags of published claude -p scripts (budgets, schemas, CI's bare runs)
         (["--max-budget-usd", "1.00"], "--max-budget-usd is Claude Code's flag, here: no count"),

@@ -8,8 +8,9 @@ here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptE
 ``accept-edits``, ``default`` is ``ask``), and so are the run-scoped flags ``--allowedTools``,
 ``--disallowedTools``, ``--system-prompt``, ``--append-system-prompt`` (and their ``-file``
 forms), ``--mcp-config``, ``--strict-mcp-config``, ``--settings``, ``--agents`` and ``--tools``
-(:mod:`coding_agent.settings.run_options`); every other flag of Claude Code's that this command
-line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
+(:mod:`coding_agent.settings.run_options`), and the session flags ``--session-id``,
+``--fork-session`` and ``--fallback-model`` (:func:`add_session_flags`); every other flag of
+Claude Code's that this command line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
 differently, such as another JSON shape or more authority than the user typed. A call ``-p``
 refuses for want of approval names the ``--allowedTools`` rule that would run it
@@ -30,7 +31,9 @@ __all__ = [
     "CLAUDE_FLAGS",
     "CLAUDE_MODES",
     "add_run_flags",
+    "add_session_flags",
     "allow_rule",
+    "check_session_flags",
     "claude_flag_hint",
     "permission_mode",
     "run_flags",
@@ -55,9 +58,6 @@ CLAUDE_FLAGS: dict[str, str] = {
     "--include-partial-messages": "--json streams every event as it happens",
     "--permission-prompt-tool": "--wait-for-approval leaves approvals to another client "
     "(coding-agent attach, an editor)",
-    "--fallback-model": "no counterpart: a failing model's error ends the run (exit 1)",
-    "--session-id": "no counterpart: coding-agent names its sessions (--verbose prints the id)",
-    "--fork-session": "/fork in the TUI (after --resume ID)",
     "--max-budget-usd": "no counterpart: --max-turns N caps the run (the result's "
     "total_cost_usd says what it cost)",
     "--json-schema": "no counterpart: ask for the JSON in the prompt and read it from .result "
@@ -193,6 +193,73 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
         help='the built-in tools the model is offered this run ("Bash,Edit,Read"; "" none, '
         "default all); --allowedTools decides which of them run unasked",
     )
+
+
+def add_session_flags(parser: argparse.ArgumentParser) -> None:
+    """Claude Code's ``--session-id``, ``--fork-session`` and ``--fallback-model``
+    (:mod:`coding_agent.session_files.forks`, :mod:`coding_agent.worker.fallback`)."""
+    parser.add_argument(
+        "--session-id",
+        metavar="UUID",
+        help='the new session\'s id, a UUID (id=$(uuidgen); ... --session-id "$id"; then '
+        '--resume "$id"); an id that exists is refused',
+    )
+    parser.add_argument(
+        "--fork-session",
+        action="store_true",
+        help="with --resume/--continue: run in a new session that starts as a copy of that one "
+        "(which is left as it was); with --session-id, the fork's id",
+    )
+    parser.add_argument(
+        "--fallback-model",
+        metavar="PROVIDER/ID",
+        help="-p: when the model is overloaded or unavailable (HTTP 529/503), retry on this "
+        "model once and go on with it",
+    )
+
+
+def check_session_flags(args: argparse.Namespace, *, headless: bool, elsewhere: bool) -> None:
+    """Check ``--session-id``, ``--fork-session`` and ``--fallback-model`` against the rest of
+    ``args`` (``--session-id`` made a lower-case session id); raises :class:`ValueError` with
+    the one line that says what is wrong. ``elsewhere``: the command starts no session here."""
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.session_files.forks import uuid_session_id
+
+    resumes = args.continue_ or args.resume is not None
+    given = [
+        flag
+        for flag, value in (
+            ("--session-id", args.session_id),
+            ("--fork-session", args.fork_session),
+            ("--fallback-model", args.fallback_model),
+        )
+        if value
+    ]
+    if given and elsewhere:
+        raise ValueError(
+            f"{', '.join(given)}: for a session started here (the TUI, -p, --continue, --resume)"
+        )
+    if args.session_id is not None:
+        args.session_id = uuid_session_id(args.session_id)
+        if resumes and not args.fork_session:
+            raise ValueError(
+                "--session-id names a new session: with --resume or --continue it needs "
+                "--fork-session (the fork gets the id), or resume that id with --resume ID"
+            )
+    if args.fork_session and not resumes:
+        raise ValueError("--fork-session forks the session of --resume ID or --continue")
+    if args.fallback_model is not None:
+        if not headless:
+            raise ValueError('--fallback-model is for a headless run: -p "PROMPT" ...')
+        if getattr(args, "wait_for_approval", None) is not None:
+            raise ValueError(
+                "--fallback-model switches the model in this process, and with "
+                "--wait-for-approval a worker of its own runs the turn: leave one of the two out"
+            )
+        if args.fallback_model == args.model:
+            raise ValueError(
+                "--fallback-model is the same model as --model: name another one to fall back on"
+            )
 
 
 _RUN_DESTS = (

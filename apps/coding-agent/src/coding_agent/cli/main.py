@@ -87,6 +87,8 @@ from coding_agent.cli.argv import (
 )
 from coding_agent.cli.claude_flags import (
     add_run_flags,
+    add_session_flags,
+    check_session_flags,
     claude_flag_hint,
     permission_mode,
     run_flags,
@@ -370,6 +372,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--name", metavar="TEXT", help="name the session (shown in pickers)")
     add_run_flags(parser)
+    add_session_flags(parser)
     _add_server_client_flags(parser, suppress=False)
     parser.add_argument(
         "--server",
@@ -591,7 +594,7 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         session = latest_session(cwd, on_broken=_warn_broken)
         if session is not None:
             check_writable(session)
-            return session, False
+            return _forked(args, session)
         print(f"coding-agent: no session of {cwd} to continue: starting a new one", file=sys.stderr)
     elif args.resume is not None:
         if args.resume:
@@ -599,8 +602,23 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         else:
             session = pick_session(list_sessions(cwd, on_broken=_warn_broken))
         check_writable(session)
+        return _forked(args, session)
+    settings = _launch_settings(args, LaunchSettings())
+    return create_session(cwd, settings=settings, session_id=args.session_id), True
+
+
+def _forked(args: argparse.Namespace, session: Session) -> tuple[Session, bool]:
+    """The session resumed (``session``), or with ``--fork-session`` its fork (new: a start
+    that fails removes it, as it does a new session)."""
+    if not args.fork_session:
         return session, False
-    return create_session(cwd, settings=_launch_settings(args, LaunchSettings())), True
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.session_files.forks import fork_session
+
+    fork = fork_session(session, session_id=args.session_id)
+    if args.verbose:
+        print(f"coding-agent: session {fork.id} forked from {session.id}", file=sys.stderr)
+    return fork, True
 
 
 async def _run_tui(
@@ -805,6 +823,7 @@ async def _run_headless(
         thinking=args.thinking,
         permission_mode=args.permission_mode,
         run=args.run,
+        fallback_model=args.fallback_model,
     )
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
@@ -1210,6 +1229,11 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
         )
     _check_claude_output(args, headless)
+    try:
+        elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
+        check_session_flags(args, headless=headless, elsewhere=elsewhere)
+    except ValueError as error:  # one line naming the flag
+        _usage_exit(str(error))
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
     try:

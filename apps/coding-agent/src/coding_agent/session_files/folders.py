@@ -2,7 +2,8 @@
 
 Every session is one folder under ``$XDG_STATE_HOME/coding-agent/sessions/`` (default
 ``~/.local/state``), named by its id, ``YYYYmmdd-HHMMSS-xxxxxx`` (UTC creation time plus six hex
-digits), so names sort by age::
+digits, so names sort by age) or the UUID a ``--session-id`` gave it
+(:mod:`coding_agent.session_files.forks`)::
 
     <sessions>/<id>/
       session.json   {"version": 1, "id", "cwd", "created", "model"?, "settings"?}
@@ -349,8 +350,11 @@ def create_session(
     model: str | None = None,
     settings: LaunchSettings | None = None,
     env: Mapping[str, str] | None = None,
+    session_id: str | None = None,
 ) -> Session:
-    """Create a new session folder for project folder ``cwd`` (made absolute).
+    """Create a new session folder for project folder ``cwd`` (made absolute), named
+    ``session_id`` when given (``--session-id``: a UUID, checked by the caller; one that exists
+    already is a :class:`SessionError`, and nothing is made), else a new id.
 
     The folder is assembled under a hidden name and renamed into place once ``session.json``
     is written, so a crash half-way never leaves a folder without metadata."""
@@ -364,9 +368,15 @@ def create_session(
     except PrivacyError as error:
         raise SessionError(str(error)) from None
     now = datetime.now(UTC)
+    chosen = session_id
     while True:
-        session_id = _new_id(now)
+        session_id = chosen or _new_id(now)
         path = root / session_id
+        if chosen and os.path.lexists(path):
+            raise SessionError(
+                f"session {chosen} already exists (continue it with --resume {chosen}, or "
+                "give a new id: uuidgen)"
+            )
         if path.exists():  # pragma: no cover - 24 random bits collided in one second
             continue
         metadata = SessionMetadata(
@@ -379,6 +389,8 @@ def create_session(
         )
         if _place_session(root, path, metadata):
             break
+        if chosen:  # made meanwhile by another run with the same id: the check above says so
+            continue
     return Session(path, metadata)
 
 
@@ -569,6 +581,8 @@ def open_session(id_or_prefix: str, *, env: Mapping[str, str] | None = None) -> 
         raise SessionError(f"invalid session id {id_or_prefix!r}")
     root = sessions_root(env)
     exact = root / id_or_prefix
+    if not os.path.lexists(exact / "session.json"):  # a UUID as macOS uuidgen spells it
+        exact = root / id_or_prefix.lower()
     if os.path.lexists(exact / "session.json"):  # whatever it is: load_session names a bad one
         return load_session(exact)
     matches = [s for s in list_sessions(env=env) if s.id.startswith(id_or_prefix)]

@@ -138,6 +138,7 @@ from coding_agent.settings.trust import (
 )
 from coding_agent.settings.xdg import claude_home, state_home
 from coding_agent.worker.activity import ActivityWriter, activity_recorder, visit_recorder
+from coding_agent.worker.fallback import pick_fallback, with_fallback
 from coding_agent.worker.file_history import FileHistory, project_blobs
 from coding_agent.worker.gc_policy import (
     freeze_after_turns,
@@ -296,6 +297,9 @@ class WorkerConfig(msgspec.Struct, frozen=True):
     database: SharedDatabase | None = None
     """In a host process of many sessions (:mod:`coding_agent.worker.host`): the PostgreSQL
     pool and lease renewer the sessions share (``None``: connections of the session's own)."""
+    fallback_model: str | None = None
+    """``--fallback-model`` (``-p``): the model an overloaded or unavailable one's requests go
+    to, this run only (:mod:`coding_agent.worker.fallback`)."""
     run: RunOptions = RunOptions()
     """Claude Code's run-scoped flags (``--allowedTools``, ``--append-system-prompt``,
     ``--mcp-config``...): this process's only, stored nowhere (:mod:`coding_agent.settings.run_options`)."""
@@ -489,6 +493,17 @@ async def open_session_host(
             config=config.model_config,
             faux_script=config.faux_script,
         )
+        fallback = (  # checked as --model is, before the session opens
+            None
+            if config.fallback_model is None
+            else pick_fallback(
+                config.fallback_model,
+                choice.model,
+                choice.providers,
+                env=config.env,
+                config=config.model_config,
+            )
+        )
         models = Models()
         # ``state_dir`` and ``workspace`` are where feature kinds keep session state (the
         # indexer's SQLite index) and what they work on (facets-indexer's service keys).
@@ -570,6 +585,9 @@ async def open_session_host(
                 provider.on_text_fallback = lambda model, name=name: status.add_text_tool_calling(
                     f"{name}/{model}"
                 )
+        providers = choice.providers
+        if fallback is not None:
+            providers = with_fallback(providers, choice.model, fallback, _say_fallback)
 
         def worker(env: FacetEnvironment) -> None:
             box["harness"] = env.use(HarnessService)
@@ -600,7 +618,7 @@ async def open_session_host(
             )
             facets = [
                 harness_facet,
-                providers_facet(models, choice.providers),
+                providers_facet(models, providers),
                 tools_facet(
                     session.cwd,
                     spill_dir=session.path / "spill",
@@ -782,6 +800,12 @@ def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any
     if env is not None:
         found["mcp_env"] = dict(env)
     return found
+
+
+def _say_fallback(line: str) -> None:
+    """``--fallback-model``'s one line when the run goes on with it (a ``-p`` run: this
+    process is its worker, its stderr the user's)."""
+    print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
 
 async def _close_providers(choice: ProviderChoice) -> None:
@@ -1303,6 +1327,7 @@ def session_worker_config(
     env: Mapping[str, str] | None = None,
     lease: float | None = None,
     run: RunFlags | None = None,
+    fallback_model: str | None = None,
 ) -> WorkerConfig:
     """The :class:`WorkerConfig` of a worker of ``session``: the options given here, else the
     launch settings stored in ``session.json`` (:class:`~coding_agent.session_files.folders.LaunchSettings`),
@@ -1341,6 +1366,7 @@ def session_worker_config(
         permission_mode=permission_mode,
         linger=stay if stay is not None else DEFAULT_LINGER,
         run=run.resolve() if run is not None else RunOptions(),
+        fallback_model=fallback_model,
         thinking=thinking,
         default_thinking=stored.thinking or files.thinking,
         notifications=files.notifications,
