@@ -284,3 +284,32 @@ def test_a_hook_whose_content_cannot_be_pinned_is_never_offered_always(tmp_path:
     linked = git_check(COMMIT, str(repo), None)
     assert linked is not None and "pre-commit" in linked.reason
     assert linked.repositories == ()
+
+
+def test_a_hook_linked_to_a_tracked_script_is_pinned_by_the_scripts_content(
+    tmp_path: Path,
+) -> None:
+    # `.git/hooks/pre-commit -> ../../scripts/pre-commit`, as many projects install their hooks
+    repo = hooked(tmp_path)
+    (repo / "scripts").mkdir()
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    shutil.move(hook, repo / "scripts" / "pre-commit")
+    hook.symlink_to("../../scripts/pre-commit")
+    first = git_check(COMMIT, str(repo), None)
+    assert first is not None and first.repositories != ()
+    with (repo / "scripts" / "pre-commit").open("a") as script:
+        script.write("echo changed\n")
+    changed = git_check(COMMIT, str(repo), None)
+    assert changed is not None and changed.repositories != ()
+    assert changed.repositories[0].fingerprint != first.repositories[0].fingerprint
+
+
+def test_a_value_naming_a_per_process_file_is_never_offered_always(tmp_path: Path) -> None:
+    # `core.fsmonitor = ./x` with `x -> /dev/stdin`: `git status < payload` runs the payload
+    repo = hooked(tmp_path)
+    (repo / ".git" / "hooks" / "pre-commit").unlink()
+    (repo / "x").symlink_to("/dev/stdin")
+    git(repo, "config", "core.fsmonitor", "./x")
+    check = git_check("git status", str(repo), None)
+    assert check is not None and "core.fsmonitor" in check.reason
+    assert check.repositories == ()

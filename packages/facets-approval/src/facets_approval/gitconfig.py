@@ -204,10 +204,11 @@ class GitCheck:
 
 def _unpinned(program: ConfiguredProgram) -> bool:
     """Whether a :func:`fingerprint` cannot pin ``program`` down: what it runs is unknown (a
-    configuration, repository or include this check could not read), or it is a hook with no
-    content hash (a symlink such as ``pre-commit -> /dev/fd/3``, a hooks folder under
-    ``/proc``), whose program can change while the fingerprint stays the same."""
-    if program.program.startswith("an unknown program"):
+    configuration, repository or include this check could not read), it names a file whose
+    content cannot be pinned (``digest`` ``"-"``: ``pre-commit -> /dev/fd/3``, ``fsmonitor =
+    ./x`` with ``x -> /dev/stdin``), or it is a hook with no content hash (a hooks folder under
+    ``/proc``): its program can change while the fingerprint stays the same."""
+    if program.program.startswith("an unknown program") or program.digest == "-":
         return True
     hook = program.setting.endswith(" hook") or program.setting in (
         "core.hooksPath",

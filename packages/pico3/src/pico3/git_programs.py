@@ -130,7 +130,10 @@ class ConfiguredProgram:
     """The command as written (``./.hidden/run.sh``), or the hook's path."""
     digest: str = ""
     """The SHA-256 of its file (a hook; a setting whose value is a file's path, relative to the
-    work tree or absolute), else empty: for a caller remembering what a person approved."""
+    work tree or absolute), else empty: for a caller remembering what a person approved.
+    ``"-"`` when it names a file whose content cannot be pinned: one that is not a regular file,
+    or a symlink leading into ``/dev`` or ``/proc`` (``-> /dev/stdin``: what the command's
+    ``< x`` opened)."""
 
     def __str__(self) -> str:
         return f"{self.program} ({self.setting} in {self.origin})"
@@ -300,14 +303,32 @@ def _alias(
 
 
 def _digest(path: str) -> str:
-    """The SHA-256 of the regular file at ``path``, or ``""`` (none, or unreadable)."""
+    """The SHA-256 of the regular file at ``path``; ``""`` when there is none; ``"-"`` when
+    its content cannot be pinned (:attr:`ConfiguredProgram.digest`)."""
+    if not os.path.lexists(path):
+        return ""
+    if _leads_per_process(path):
+        return "-"
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a fifo (never opened)
-            return ""
+            return "-"
         with open(path, "rb") as file:
             return hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
-        return ""
+        return "-"
+
+
+def _leads_per_process(path: str) -> bool:
+    """Whether ``path``, or any symlink on the way from it (at most 40), leads into ``/dev`` or
+    ``/proc``: a file there is another one for each process."""
+    current = os.path.normpath(path)
+    for _ in range(40):
+        if current.startswith(("/dev/", "/proc/")):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return True
 
 
 def _valued(program: ConfiguredProgram, top: str) -> ConfiguredProgram:
@@ -352,7 +373,8 @@ def _hooks(
         if name.endswith(".sample"):
             continue
         if os.path.islink(path):  # `pre-commit -> /dev/fd/3`: git runs what `3< x` opened
-            yield ConfiguredProgram(setting or f"the {name} hook", where, _shown(path, top))
+            shown = _shown(path, top)
+            yield ConfiguredProgram(setting or f"the {name} hook", where, shown, _digest(path))
             continue
         try:
             info = os.stat(path)
