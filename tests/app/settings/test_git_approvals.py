@@ -36,7 +36,7 @@ def test_it_lives_beside_the_trust_file_and_keeps_one_approval_per_git_folder(
     ("text", "said"),
     [
         ("{oops", "the git approvals file is corrupt"),
-        ('{"version": 9, "repositories": {}}', "unsupported git approvals version 9"),
+        ('{"version": 9, "repositories": {}}', "unsupported git approvals file version 9"),
         ('{"version": 1, "repositories": {"r/.git": {"fingerprint": "f", "programs": [], '
          '"at": "2026-12-07T11:00:00Z"}}}', "git folder 'r/.git' is not an absolute path"),
     ],

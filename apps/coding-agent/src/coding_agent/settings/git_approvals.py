@@ -22,18 +22,21 @@ has the duck-typed interface the feature names; neither imports the other).
 
 from __future__ import annotations
 
-import fcntl
 import os
-import stat
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import msgspec
 
-from coding_agent.settings.trust import trust_path
+from coding_agent.settings.trust import (
+    TRUST_FILE_VERSION,
+    read_store_file,
+    trust_path,
+    updating_store_file,
+)
 from pico3 import write_atomic
 
 __all__ = ["GIT_APPROVALS_FILE", "SERVICE", "GitApproval", "GitApprovalStore"]
@@ -43,8 +46,6 @@ SERVICE = "git_approvals"
 
 GIT_APPROVALS_FILE = "git-approvals.json"
 """The file's name, beside ``trust.json``."""
-
-_VERSION = 1
 
 
 class GitApproval(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -74,28 +75,12 @@ class GitApprovalStore:
 
     def load(self) -> dict[str, GitApproval]:
         """Every approval by git folder; a missing file is empty, a bad one raises."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        except OSError as error:
-            raise ValueError(f"{self.path}: cannot read the git approvals: {error}") from None
-        try:
-            data = msgspec.json.decode(raw, type=_File)
-        except msgspec.DecodeError as error:
-            raise ValueError(
-                f"{self.path}: the git approvals file is corrupt ({error}); fix or delete it "
-                "(deleting it forgets every approval of a repository's git configuration)"
-            ) from None
-        if data.version != _VERSION:
-            raise ValueError(
-                f"{self.path}: unsupported git approvals version {data.version} "
-                f"(this coding-agent knows version {_VERSION})"
-            )
-        for folder in data.repositories:
+        what, forgets = "git approvals file", "every approval of a repository's git configuration"
+        data = read_store_file(self.path, _File, what, forgets, ValueError)
+        for folder in () if data is None else data.repositories:
             if not os.path.isabs(folder):
                 raise ValueError(f"{self.path}: git folder {folder!r} is not an absolute path")
-        return data.repositories
+        return {} if data is None else data.repositories
 
     def fingerprint(self, git_dir: str) -> str | None:
         """The fingerprint approved for ``git_dir`` (``None``: none)."""
@@ -132,24 +117,10 @@ class GitApprovalStore:
                 raise ValueError(f"{self.path}: no approval of {git_dir}'s git configuration")
             self._write(repositories)
 
-    @contextmanager
-    def _updating(self) -> Iterator[None]:
+    def _updating(self) -> AbstractContextManager[None]:
         """Hold the file's lock around a read-update-replace (its folder made private)."""
-        try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if stat.S_IMODE(os.stat(self.path.parent).st_mode) != 0o700:
-                os.chmod(self.path.parent, 0o700)
-            fd = os.open(
-                self.path.with_name(f".{self.path.name}.lock"), os.O_RDWR | os.O_CREAT, 0o600
-            )
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)  # closing drops the lock
-        except OSError as error:
-            raise ValueError(f"{self.path}: cannot write the git approvals: {error}") from None
+        return updating_store_file(self.path, self.path, "git approvals", ValueError)
 
     def _write(self, repositories: dict[str, GitApproval]) -> None:
-        record = _File(_VERSION, dict(sorted(repositories.items())))
+        record = _File(TRUST_FILE_VERSION, dict(sorted(repositories.items())))
         write_atomic(self.path, msgspec.json.format(msgspec.json.encode(record)) + b"\n")

@@ -55,10 +55,10 @@ import os
 import pwd
 import stat
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Protocol, TypeVar
 
 import msgspec
 
@@ -85,8 +85,10 @@ __all__ = [
     "local_facets_dirs",
     "project_root_for",
     "project_servers",
+    "read_store_file",
     "server_fingerprint",
     "trust_path",
+    "updating_store_file",
 ]
 
 LOCAL_CONFIG_DIR = ".coding-agent"
@@ -336,49 +338,76 @@ class TrustStore:
         return approval
 
     def _read(self, path: Path, kind: type[_File], what: str, forgets: str) -> _File | None:
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        except OSError as error:
-            raise TrustError(f"{path}: cannot read the {what}: {error.strerror}") from None
-        try:
-            data = msgspec.json.decode(raw, type=kind)
-        except msgspec.DecodeError as error:
-            raise TrustError(
-                f"{path}: the {what} is corrupt ({error}); fix or delete it "
-                f"(deleting it forgets {forgets})"
-            ) from None
-        if data.version != TRUST_FILE_VERSION:
-            raise TrustError(
-                f"{path}: unsupported {what} version {data.version} "
-                f"(this coding-agent knows version {TRUST_FILE_VERSION})"
-            )
-        for project in data.projects:
+        data = read_store_file(path, kind, what, forgets, TrustError)
+        for project in () if data is None else data.projects:
             if not os.path.isabs(project):
                 raise TrustError(f"{path}: project {project!r} is not an absolute path")
         return data
 
-    @contextmanager
-    def _updating(self, path: Path, what: str) -> Iterator[None]:
-        """Hold the store's lock around a read-update-replace of ``path`` (its folder made
-        private first); an ``OSError`` becomes :class:`TrustError` naming the file."""
-        try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if stat.S_IMODE(os.stat(path.parent).st_mode) != 0o700:
-                os.chmod(path.parent, 0o700)  # ours, and private whatever the umask
-            lock = self.path.with_name(f".{self.path.name}.lock")
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)  # closing drops the lock
-        except OSError as error:
-            raise TrustError(f"{path}: cannot write the {what}: {error}") from None
+    def _updating(self, path: Path, what: str) -> AbstractContextManager[None]:
+        """Hold the store's lock (the trust file's, for both its files) around a
+        read-update-replace of ``path``; an ``OSError`` becomes :class:`TrustError`."""
+        return updating_store_file(path, self.path, what, TrustError)
 
     def _write(self, path: Path, record: _TrustFile | _ApprovalsFile) -> None:
         write_atomic(path, msgspec.json.format(msgspec.json.encode(record)) + b"\n")
+
+
+class _Versioned(Protocol):
+    version: int
+
+
+_Record = TypeVar("_Record", bound=_Versioned)
+
+
+def read_store_file(
+    path: Path, kind: type[_Record], what: str, forgets: str, error: type[Exception]
+) -> _Record | None:
+    """One of the user's small JSON stores (``{"version": 1, ...}``: the trust file, the
+    server approvals, the git approvals) decoded as ``kind``; ``None`` when it does not exist.
+    A file that cannot be read, does not parse or has another version raises ``error`` naming
+    it; it is never reset (``forgets`` says what deleting it would forget)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as failure:
+        raise error(f"{path}: cannot read the {what}: {failure.strerror}") from None
+    try:
+        data = msgspec.json.decode(raw, type=kind)
+    except msgspec.DecodeError as failure:
+        raise error(
+            f"{path}: the {what} is corrupt ({failure}); fix or delete it "
+            f"(deleting it forgets {forgets})"
+        ) from None
+    if data.version != TRUST_FILE_VERSION:
+        raise error(
+            f"{path}: unsupported {what} version {data.version} "
+            f"(this coding-agent knows version {TRUST_FILE_VERSION})"
+        )
+    return data
+
+
+@contextmanager
+def updating_store_file(
+    path: Path, lock_of: Path, what: str, error: type[Exception]
+) -> Iterator[None]:
+    """Hold ``lock_of``'s advisory lock (``.NAME.lock`` beside it) around a read-update-replace
+    of ``path``, whose folder is made private first; an ``OSError`` becomes ``error`` naming
+    the file. The replace itself is :func:`pico3.write_atomic`'s."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if stat.S_IMODE(os.stat(path.parent).st_mode) != 0o700:
+            os.chmod(path.parent, 0o700)  # ours, and private whatever the umask
+        lock = lock_of.with_name(f".{lock_of.name}.lock")
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing drops the lock
+    except OSError as failure:
+        raise error(f"{path}: cannot write the {what}: {failure}") from None
 
 
 def _when(at: datetime | None) -> datetime:
