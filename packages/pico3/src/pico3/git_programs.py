@@ -307,7 +307,7 @@ def _digest(path: str) -> str:
     its content cannot be pinned (:attr:`ConfiguredProgram.digest`)."""
     if not os.path.lexists(path):
         return ""
-    if _leads_per_process(path):
+    if _per_process(path):
         return "-"
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a fifo (never opened)
@@ -316,19 +316,6 @@ def _digest(path: str) -> str:
             return hashlib.file_digest(file, "sha256").hexdigest()
     except OSError:
         return "-"
-
-
-def _leads_per_process(path: str) -> bool:
-    """Whether ``path``, or any symlink on the way from it (at most 40), leads into ``/dev`` or
-    ``/proc``: a file there is another one for each process."""
-    current = os.path.normpath(path)
-    for _ in range(40):
-        if current.startswith(("/dev/", "/proc/")):
-            return True
-        if not os.path.islink(current):
-            return False
-        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
-    return True
 
 
 def _valued(program: ConfiguredProgram, top: str) -> ConfiguredProgram:
@@ -387,15 +374,17 @@ def _hooks(
 
 
 def _per_process(path: str) -> bool:
-    """Whether ``path``, or the first symlink on it, leads into ``/dev`` or ``/proc`` (a file
-    there is another one for each process: ``/dev/fd/3``, ``/proc/self/cwd``)."""
-    normal = os.path.normpath(path)
-    if normal.startswith(("/dev/", "/proc/")):
-        return True
-    if not os.path.islink(normal):
-        return False
-    target = os.path.normpath(os.path.join(os.path.dirname(normal), os.readlink(normal)))
-    return target.startswith(("/dev/", "/proc/"))
+    """Whether ``path``, or any symlink on the way from it (at most 40), leads into ``/dev`` or
+    ``/proc`` (a file there is another one for each process: ``/dev/fd/3``,
+    ``/proc/self/cwd``)."""
+    current = os.path.normpath(path)
+    for _ in range(40):
+        if current.startswith(("/dev/", "/proc/")):
+            return True
+        if not os.path.islink(current):
+            return False
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return True
 
 
 def _one(
