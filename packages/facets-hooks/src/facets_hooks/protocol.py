@@ -78,6 +78,9 @@ class HookRun:
     stdout: str
     stderr: str
     timed_out: bool = False
+    failed: str = ""
+    """Set when the hook failed and its ``"onFailure": "block"`` made this run an exit 2
+    (:func:`.on_failure.apply_on_failure`): how it failed."""
 
     @property
     def output(self) -> dict[str, Any] | None:

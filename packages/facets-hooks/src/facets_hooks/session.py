@@ -92,6 +92,7 @@ from .agent_hooks import AgentHooks
 from .contract import RUN_SETTINGS_SERVICE, HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
 from .observer import follow_conversation
+from .on_failure import BLOCK, apply_on_failure
 from .permission import answer_permission
 from .prompt_hooks import ask_model, check_models
 from .protocol import (
@@ -105,7 +106,7 @@ from .protocol import (
     run_command,
     tool_names,
 )
-from .settings import HookSpec, LoadedHooks, load_hooks
+from .settings import NOT_RUN_TYPES, HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
     post_notes,
     pre_verdict,
@@ -213,6 +214,12 @@ class Hooks:
             return await ask_agent(self._harness, self.hook_agents, hook, payload, ctx, self.warn)
         if hook.kind == "prompt":
             return await ask_model(self._harness, hook, payload, ctx, self.warn)
+        where = f"{hook.event} hook `{hook.label}` ({hook.source})"
+        if hook.kind == "unrun":  # a type not run here, kept for its onFailure "block"
+            kind = hook.label.split(" ", 1)[0]
+            why = NOT_RUN_TYPES.get(kind, "this type of hook is not run here")
+            failed = HookRun(None, "", f"it was not run: {why}")
+            return self._on_failure(hook, where, failed)
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -223,7 +230,6 @@ class Hooks:
                 seconds=hook.timeout,
                 sandbox=sandbox,
             )
-        where = f"{hook.event} hook `{hook.label}` ({hook.source})"
         if run.timed_out:
             _log.warning("%s timed out after %g s; it was stopped", where, hook.timeout)
         elif run.exit_code not in (0, 2):
@@ -235,7 +241,17 @@ class Hooks:
         message = (run.output or {}).get("systemMessage")
         if isinstance(message, str) and message.strip():  # for the user, not the model
             _log.warning("%s: %s", where, message.strip())
-        return run
+        return self._on_failure(hook, where, run)
+
+    def _on_failure(self, hook: HookSpec, where: str, run: HookRun) -> HookRun:
+        """``run`` as its event reads it: a failure of a hook with ``"onFailure": "block"``
+        becomes an exit 2 with the reason (:mod:`.on_failure`), and the log says so."""
+        if hook.on_failure != BLOCK:
+            return run
+        blocked = apply_on_failure(run, name=where, timeout=hook.timeout)
+        if blocked.failed:
+            _log.warning("%s", blocked.stderr)
+        return blocked
 
     async def owned(self, conversation_id: int, ctx: Context) -> bool:
         """Whether a task owns the conversation (a subagent's)."""
@@ -404,7 +420,14 @@ class Hooks:
         last = assistant_text(answer)
         payload = self.payload(event, stop_hook_active=active, last_assistant_message=last)
         for hook in hooks:
-            reason = stop_continuation(await self.run(hook, payload, ctx))
+            run = await self.run(hook, payload, ctx)
+            if run.failed and active:  # it failed again on the turn its failure continued
+                self.warn(
+                    f"{event} hook `{hook.label}` ({hook.source}) failed again after the model "
+                    "went on once because of its failure; the turn ends here instead of looping"
+                )
+                continue
+            reason = stop_continuation(run)
             if reason:
                 self._continued[api.conversation_id] = reason
                 return {"continue": reason}

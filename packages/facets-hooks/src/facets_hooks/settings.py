@@ -48,10 +48,12 @@ from typing import Any
 
 from .contract import EVENTS, NOT_RUN_EVENTS
 from .http_hooks import http_command
+from .on_failure import BLOCK, CONTINUE, ON_FAILURE_TYPES
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "HookSpec",
+    "NOT_RUN_TYPES",
     "LoadedHooks",
     "load_hooks",
     "parse_settings",
@@ -73,7 +75,10 @@ NOT_RUN_TYPES: dict[str, str] = {
     "mcp_tool": "calling an MCP server's tool from a hook is not supported here; run the same "
     'check as a "command" hook',
 }
-"""Claude Code hook types this agent does not run, each with what to do instead."""
+"""Claude Code hook types this agent does not run, each with what to do instead. Such a hook
+with ``"onFailure": "block"`` is loaded anyway, as a hook that always fails to start
+(:attr:`HookSpec.kind` ``"unrun"``): it blocks what it matches (fail closed) instead of a
+guard silently not running."""
 
 PROMPT_EVENTS = frozenset(
     {
@@ -145,10 +150,15 @@ class HookSpec:
     kind: str = "command"
     """``"command"`` (an HTTP hook too: its command is the program that posts), ``"prompt"``
     (:mod:`.prompt_hooks`: :attr:`command` is the prompt a model reads) or ``"agent"``
-    (:mod:`.hook_agents`: :attr:`command` is the prompt a read-only subagent gets)."""
+    (:mod:`.hook_agents`: :attr:`command` is the prompt a read-only subagent gets) or
+    ``"unrun"`` (a type of :data:`NOT_RUN_TYPES` with ``"onFailure": "block"``: it never runs,
+    each run fails to start, so it blocks)."""
     model: str | None = None
     """A prompt or agent hook's ``model`` as written (``haiku``, ``provider/id``, ...):
     :func:`.prompt_hooks.hook_model` resolves it; ``None``: the session's model."""
+    on_failure: str = CONTINUE
+    """``"continue"`` (a failure is a non-blocking error) or ``"block"`` (it blocks as exit 2
+    does): the entry's ``onFailure`` (:mod:`.on_failure`)."""
 
     @property
     def label(self) -> str:
@@ -305,10 +315,17 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     problems.append(f"{here}: expected an object; skipped")
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
+                on_failure = _on_failure(hook, kind, here, problems)  # pyright: ignore[reportUnknownArgumentType]
                 if kind in NOT_RUN_TYPES:
-                    problems.append(
-                        f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; skipped"
-                    )
+                    if on_failure != BLOCK:
+                        problems.append(
+                            f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; skipped"
+                        )
+                        continue
+                    unrun = _unrun(hook, str(kind), event, matcher, here, problems)  # pyright: ignore[reportUnknownArgumentType]
+                    spec = HookSpec(event, matcher, unrun, DEFAULT_TIMEOUT, source, position, pattern)
+                    hooks.append(replace(spec, kind="unrun", on_failure=BLOCK))
+                    position += 1
                     continue
                 if kind not in ("command", "http", "prompt", "agent"):
                     problems.append(
@@ -339,12 +356,54 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     if hook.get(key) not in (None, False)  # pyright: ignore[reportUnknownMemberType]
                 ]
                 spec = HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
+                spec = replace(spec, on_failure=on_failure)
                 if kind in ("prompt", "agent"):
                     model = _model(hook.get("model"), here, problems)  # pyright: ignore[reportUnknownMemberType]
                     spec = replace(spec, kind=kind, model=model)
                 hooks.append(spec)
                 position += 1
     return hooks, problems
+
+
+def _on_failure(hook: dict[str, Any], kind: object, here: str, problems: list[str]) -> str:
+    """The entry's ``onFailure`` (:mod:`.on_failure`): ``"continue"`` unless it says
+    ``"block"``; any other value is read as ``"block"`` (fail closed), with a problem."""
+    value = hook.get("onFailure")
+    if value is None or value == CONTINUE:
+        return CONTINUE
+    if kind not in ON_FAILURE_TYPES and kind in ("prompt", "agent"):  # as Claude Code
+        problems.append(
+            f'{here}: "onFailure" applies to command, http and mcp_tool hooks only (as in '
+            f"Claude Code); a {kind} hook's error already gives no verdict, never a pass: "
+            "ignored"
+        )
+        return CONTINUE
+    if value == BLOCK:
+        return BLOCK
+    problems.append(
+        f'{here}: onFailure must be "continue" or "block", got {json.dumps(value)}; it is read '
+        'as "block" (fail closed: a failure of this hook blocks what it guards). Write "block" '
+        'or "continue" to say which you mean'
+    )
+    return BLOCK
+
+
+def _unrun(
+    hook: dict[str, Any], kind: str, event: str, matcher: str, here: str, problems: list[str]
+) -> str:
+    """A hook of a type this agent does not run, kept because of ``"onFailure": "block"``: its
+    label (``mcp_tool <server>/<tool>``), and the problem line saying it blocks."""
+    server, tool = hook.get("server"), hook.get("tool")
+    named = " ".join(v for v in (server, tool) if isinstance(v, str) and v.strip())
+    label = f"{kind} {named}".strip()
+    what = f"every {event}"
+    if matcher not in ("", "*") and event in MATCHED_EVENTS:
+        what += f" its matcher {matcher!r} takes"
+    problems.append(
+        f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; its onFailure is \"block\", "
+        f"so it blocks {what} (fail closed) until it is replaced"
+    )
+    return label
 
 
 def _prompt(

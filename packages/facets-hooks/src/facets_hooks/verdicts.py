@@ -56,7 +56,7 @@ def pre_verdict(run: HookRun, tool_input: object = None) -> dict[str, str]:
     call is blocked instead, telling the model what the hook wanted (it fails closed)."""
     if run.exit_code == 2:
         reason = _text(run.stderr) or "(the hook gave no reason on stderr)"
-        return {"block": f"PreToolUse hook: {reason}"}
+        return {"block": reason if run.failed else f"PreToolUse hook: {reason}"}  # names it
     output = run.output
     if output is None:
         return {"block": ""}
