@@ -217,7 +217,7 @@ async def test_failing_guards_with_on_failure_block_block_their_tools_and_contin
     stderr: list[str] = []
     client = await run_turn(tmp_path, env, steps, stderr=stderr)
     bash, written, read, grep, found, listed = results(client)
-    where = f"({source}) failed and its onFailure is \"block\", so this was blocked: "
+    where = f'({source}) failed and its onFailure is "block", so this was blocked: '
     expected = {
         "bash": (bash, "`echo 'guard: boom' >&2; exit 1` " + where + "it exited with code 1: "
                  "guard: boom"),

@@ -72,7 +72,7 @@ def apply_on_failure(run: HookRun, *, name: str, timeout: float) -> HookRun:
     if not failure:
         return run
     reason = (
-        f"{name} failed and its onFailure is \"block\", so this was blocked: {failure}. "
+        f'{name} failed and its onFailure is "block", so this was blocked: {failure}. '
         "Fix the hook (or remove it) for this to go on."
     )
     return replace(run, exit_code=2, stderr=reason, timed_out=False, failed=failure)

@@ -323,7 +323,9 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                         )
                         continue
                     unrun = _unrun(hook, str(kind), event, matcher, here, problems)  # pyright: ignore[reportUnknownArgumentType]
-                    spec = HookSpec(event, matcher, unrun, DEFAULT_TIMEOUT, source, position, pattern)
+                    spec = HookSpec(
+                        event, matcher, unrun, DEFAULT_TIMEOUT, source, position, pattern
+                    )
                     hooks.append(replace(spec, kind="unrun", on_failure=BLOCK))
                     position += 1
                     continue
@@ -400,7 +402,7 @@ def _unrun(
     if matcher not in ("", "*") and event in MATCHED_EVENTS:
         what += f" its matcher {matcher!r} takes"
     problems.append(
-        f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; its onFailure is \"block\", "
+        f'{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; its onFailure is "block", '
         f"so it blocks {what} (fail closed) until it is replaced"
     )
     return label
