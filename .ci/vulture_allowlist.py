@@ -103,6 +103,7 @@ output_tokens
 question
 requestId
 loginUrl
+onFailure
 restarts
 retryInSeconds
 gaveUpAfter

@@ -12,7 +12,6 @@ whatever is blocked is blocked by a hook.
 from __future__ import annotations
 
 import http.server
-import json
 import os
 import socket
 import sys
@@ -24,14 +23,16 @@ from typing import Any
 import anyio
 import pytest
 
+from facets_hooks.contract import HooksSummary
 from facets_hooks.http_hooks import http_command
 from facets_hooks.on_failure import apply_on_failure, failure_of
 from facets_hooks.protocol import HookRun, run_command
 from facets_hooks.settings import parse_settings
+from facets_hooks.tui import hooks_text
 from facets_hooks.verdicts import pre_verdict
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_hooks_worker import (  # pyright: ignore[reportMissingImports]  # noqa: E402
+from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
     command,
     home_env,
     results,
@@ -39,6 +40,7 @@ from test_hooks_worker import (  # pyright: ignore[reportMissingImports]  # noqa
     settings,
     write,
 )
+from worker_support import text_of  # pyright: ignore[reportMissingImports]
 
 NAME = "PreToolUse hook `guard` (s.json)"
 
@@ -254,3 +256,35 @@ async def test_a_failing_user_prompt_submit_guard_blocks_the_prompt(
     said = "`exit 3` ("
     blocked = [line for line in stderr if "a UserPromptSubmit hook blocked a prompt" in line]
     assert blocked and said in blocked[0] and "it exited with code 3" in blocked[0], stderr
+
+
+@pytest.mark.anyio
+async def test_a_failing_stop_guard_makes_the_model_go_on_once_then_the_turn_ends(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    settings(tmp_path, {"Stop": [{"hooks": [guard("echo 'checker crashed' >&2; exit 1")]}]})
+    stderr: list[str] = []
+    steps = [{"text": "all done"}, {"text": "still done"}, {"text": "never asked"}]
+    client = await run_turn(tmp_path, env, steps, stderr=stderr)
+    answers = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.assistant"]
+    assert answers == ["all done", "still done"]
+    users = [text_of(e) for e in client.view["entries"] if e["kind"] == "pi.user"]
+    assert users[-1].startswith("Stop hook `echo 'checker crashed' >&2; exit 1` (")
+    assert 'failed and its onFailure is "block"' in users[-1]
+    assert "it exited with code 1: checker crashed" in users[-1]
+    assert any("failed again after the model went on once" in line for line in stderr), stderr
+
+
+def test_hooks_lists_a_hook_that_fails_closed() -> None:
+    data = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [guard("guard.sh")]}]}}
+    (hook,), _ = parse_settings(data, "s.json")
+    summary: HooksSummary = {
+        "hooks": [
+            {"event": hook.event, "matcher": hook.matcher, "command": hook.label,
+             "timeout": hook.timeout, "source": hook.source, "onFailure": hook.on_failure}
+        ],
+        "problems": [],
+        "waiting": [],
+    }  # fmt: skip
+    assert "    timeout 60 s · onFailure block · s.json" in hooks_text(summary)

@@ -8,7 +8,7 @@ host code: only chord's service types.
 
 from __future__ import annotations
 
-from typing import Protocol, TypedDict
+from typing import NotRequired, Protocol, TypedDict
 
 from chord import Context, Service, define_service
 
@@ -75,6 +75,8 @@ class HookInfo(TypedDict):
     """Seconds (the entry's ``timeout``, else 60)."""
     source: str
     """The settings file it came from."""
+    onFailure: NotRequired[str]
+    """``"block"`` when a failure of the hook blocks what it guards (absent: ``"continue"``)."""
 
 
 class HooksSummary(TypedDict):

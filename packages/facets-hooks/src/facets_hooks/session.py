@@ -42,6 +42,9 @@ rules, guarded paths) keeps deciding, and its ``"allow"`` never skips the dialog
 plan mode or ``denyInsteadOfPrompting`` decide before it runs; an error in it asks).
 A hook's ``"ask"`` cannot open the approval dialog (the approval feature owns it), so it blocks
 the call with the hook's reason, telling the model the user must confirm: fail closed.
+A hook with ``"onFailure": "block"`` that fails (cannot start, times out, exits with an
+unexpected code, prints broken JSON) blocks as exit 2 does, with a reason naming it
+(:mod:`.on_failure`); a ``Stop`` hook's failure continues the turn once, not in a loop.
 
 **Durability.** Each ``PreToolUse`` hook's verdict is a memo on the tool task's slot
 (``api.memo("pre:<hook key>")``), written when the hook ends: after a crash or a reload the
@@ -175,16 +178,18 @@ class Hooks:
             _log.warning("%s", message)
 
     def summary(self) -> HooksSummary:
-        hooks: list[HookInfo] = [
-            {
+        hooks: list[HookInfo] = []
+        for h in self.loaded.hooks:
+            info: HookInfo = {
                 "event": h.event,
                 "matcher": h.matcher,
                 "command": h.label,
                 "timeout": h.timeout,
                 "source": h.source,
             }
-            for h in self.loaded.hooks
-        ]
+            if h.on_failure == BLOCK:
+                info["onFailure"] = BLOCK
+            hooks.append(info)
         return {
             "hooks": hooks,
             "problems": list(self.loaded.problems),

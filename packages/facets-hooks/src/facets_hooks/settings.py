@@ -33,6 +33,9 @@ only; Claude Code's ``"mcp_tool"`` is named as not run), a missing ``command``, 
 what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
 event it runs for every occurrence, an entry field such as ``if`` or ``async`` (with what
 happens instead: :data:`ENTRY_FIELDS`).
+
+An entry's ``onFailure`` (:mod:`.on_failure`) is read into :attr:`HookSpec.on_failure`: a value
+other than ``"continue"`` and ``"block"`` is a problem and reads as ``"block"`` (fail closed).
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from .on_failure import BLOCK, CONTINUE, ON_FAILURE_TYPES
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "HookSpec",
     "NOT_RUN_TYPES",
+    "HookSpec",
     "LoadedHooks",
     "load_hooks",
     "parse_settings",

@@ -40,7 +40,8 @@ def hooks_text(summary: HooksSummary) -> str:
     for hook in hooks:
         matcher = f" [{hook['matcher']}]" if hook["matcher"] else ""
         lines.append(f"{hook['event']}{matcher}: {hook['command']}")
-        lines.append(f"    timeout {hook['timeout']:g} s · {hook['source']}")
+        blocks = " · onFailure block" if hook.get("onFailure") == "block" else ""
+        lines.append(f"    timeout {hook['timeout']:g} s{blocks} · {hook['source']}")
     if summary["problems"]:
         lines.append("")
         lines.append("Not loaded:")
