@@ -26,10 +26,11 @@ import pytest
 from facets_hooks.contract import HooksSummary
 from facets_hooks.http_hooks import http_command
 from facets_hooks.on_failure import apply_on_failure, failure_of
+from facets_hooks.permission import permission_verdict
 from facets_hooks.protocol import HookRun, run_command
 from facets_hooks.settings import parse_settings
 from facets_hooks.tui import hooks_text
-from facets_hooks.verdicts import pre_verdict
+from facets_hooks.verdicts import post_notes, pre_verdict, prompt_verdict, stop_continuation
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
@@ -288,3 +289,19 @@ def test_hooks_lists_a_hook_that_fails_closed() -> None:
         "waiting": [],
     }  # fmt: skip
     assert "    timeout 60 s · onFailure block · s.json" in hooks_text(summary)
+
+
+@pytest.mark.anyio
+async def test_each_event_reads_a_blocked_failure_as_its_exit_2(tmp_path: Path) -> None:
+    crashed = await run("echo 'no policy file' >&2; exit 1", tmp_path)
+    blocked = apply_on_failure(crashed, name="hook `guard` (s.json)", timeout=30)
+    reason = blocked.stderr
+    assert "it exited with code 1: no policy file" in reason
+    assert permission_verdict(blocked, {"command": "ls"}) == ("deny", reason)
+    assert prompt_verdict(blocked) == {"context": "", "blocked": reason}
+    assert stop_continuation(blocked) == reason
+    assert post_notes(blocked) == [f"PostToolUse hook feedback: {reason}"]
+    # the same failure under the default "continue": nothing blocks
+    assert permission_verdict(crashed, {"command": "ls"}) is None
+    assert prompt_verdict(crashed) == {"context": "", "blocked": ""}
+    assert stop_continuation(crashed) == "" and post_notes(crashed) == []
