@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
 
@@ -402,3 +403,44 @@ def test_a_hook_or_hooks_folder_that_is_another_file_for_git_is_a_program(tmp_pa
     assert [(p.setting, p.program) for p in found.programs] == [
         ("core.hooksPath", "/proc/self/cwd/hooks")
     ]
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["included", "included-by-an-include"])
+def test_an_include_naming_a_fifo_is_an_unknown_program_at_once(
+    tmp_path: Path, nested: bool
+) -> None:
+    # git opens an include whatever it is: a FIFO makes every git there (rev-parse, config
+    # --list) wait for a writer. Nobody writes here: the check must answer without git opening
+    # it (a worker thread, joined with a generous deadline; the FIFO is opened for writing
+    # only afterwards, to release a reader if the check did hang).
+    import threading
+
+    from pico3 import RepositoryPrograms, repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    fifo = tmp_path / "payload.fifo"
+    os.mkfifo(fifo)
+    if nested:  # a regular included file that includes the FIFO, relative to itself
+        (tmp_path / "more").mkdir()
+        (tmp_path / "more" / "a.cfg").write_text("[include]\n\tpath = ../payload.fifo\n")
+        _git(tmp_path, "config", "include.path", "../more/a.cfg")
+    else:
+        _git(tmp_path, "config", "includeIf.onbranch:nothing.path", str(fifo))
+    answers: list[RepositoryPrograms | None] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(repository_programs(tmp_path, "status", timeout=600)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=60)
+    hung = worker.is_alive()
+    while worker.is_alive():  # release each git waiting on the FIFO (old code), then fail
+        with suppress(OSError):  # ENXIO: no reader waits right now
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=0.1)
+    assert not hung, "the check waited on the FIFO"
+    (found,) = answers
+    assert found is not None
+    (program,) = found.programs
+    assert "not a file this check can read" in program.program
+    assert found.git_dir == ""  # an unknown program: never remembered
