@@ -8,7 +8,7 @@ drivers, ``gpg.program``, ``core.sshCommand``, a ``!`` alias, hooks...): pico3 k
 (:data:`pico3.git_programs.PROGRAM_SETTINGS`, :func:`pico3.repository_programs`), the same knowledge
 with which it runs the agent's own git with every one of them switched off.
 
-:func:`git_reason` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
+:func:`git_check` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
 it runs, its wrappers' (``timeout 5 git status``) included, and the repository each one acts
 on: the session's folder, moved by ``-C DIR`` (cumulative, as git does), ``--git-dir``,
 ``--work-tree``, and a ``cd DIR`` (or ``pushd``) earlier on the line. Where the line moves is
@@ -55,7 +55,6 @@ __all__ = [
     "GitTarget",
     "fingerprint",
     "git_check",
-    "git_reason",
     "git_targets",
     "trusted_root",
 ]
@@ -290,9 +289,3 @@ def git_check(
         return None
     reason = f"this repository's git configuration runs {_names(programs)}"
     return GitCheck(reason, () if unknown else tuple(repositories.values()))
-
-
-def git_reason(command: object, workspace: str | None, trusted_root: str | None) -> str | None:
-    """:func:`git_check`'s reason, nothing remembered."""
-    check = git_check(command, workspace, trusted_root)
-    return None if check is None else check.reason
