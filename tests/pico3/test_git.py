@@ -180,6 +180,42 @@ def test_submodule_git_entries_pass_over_an_empty_dot_git_as_git_does(tmp_path: 
     assert submodule_git_entries(session) == [str(session / "a" / "b" / "lib" / ".git")]
 
 
+def _nested(top: Path, levels: int) -> list[Path]:
+    """``levels`` repositories, each an embedded submodule (a gitlink) of the one above."""
+    chain = [top]
+    for level in range(levels):
+        chain.append(_committed(chain[-1] / f"s{level}"))
+    for parent, child in reversed(list(pairwise(chain))):
+        _git(parent, "add", child.name)
+        _git(parent, *WHO, "commit", "-qm", "sub")
+    return chain[1:]
+
+
+def test_submodule_git_entries_follow_submodules_at_any_depth(tmp_path: Path) -> None:
+    # git status enters every level (it runs a git status in each submodule, which does the
+    # same in its own): the sixth level's .git stays read-only like the first's
+    chain = _nested(_committed(tmp_path / "repo"), 6)
+    assert submodule_git_entries(tmp_path / "repo") == [str(p / ".git") for p in chain]
+
+
+def test_submodule_git_entries_read_each_repository_once(tmp_path: Path) -> None:
+    # a submodule folder that is a link back to its superproject: a cycle, read once
+    repo = _committed(tmp_path / "repo")
+    (inner,) = _nested(repo, 1)
+    shutil.rmtree(inner)
+    inner.symlink_to(repo)
+    assert submodule_git_entries(repo) == [str(inner / ".git")]
+
+
+def test_past_the_limit_a_submodule_is_kept_whole(tmp_path: Path) -> None:
+    # past the most indexes one look reads, an unread submodule is its whole folder: the
+    # repositories inside it, however deep, are covered with it
+    chain = _nested(_committed(tmp_path / "repo"), 5)
+    entries = submodule_git_entries(tmp_path / "repo", limit=3)
+    assert entries == [*(str(p / ".git") for p in chain[:3]), str(chain[2])]
+    assert all(str(p).startswith(str(chain[2])) for p in chain[3:])
+
+
 # -- repository_programs: the same knowledge, for a git that runs unchanged ---------------------
 def test_repository_programs_names_every_armed_setting_and_the_hook(tmp_path: Path) -> None:
     from pico3 import repository_programs
