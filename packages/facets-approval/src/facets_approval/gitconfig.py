@@ -17,6 +17,29 @@ is checked: the session's and each one a ``cd`` before that ``git`` named. A fol
 when the line runs (``cd "$X"``, ``git -C "$X"``), or one that does not exist yet (the line may
 make it, and copy a ``.git`` there), cannot be checked, so it asks.
 
+**The environment** a ``git`` runs with counts: ``GIT_DIR`` and ``GIT_WORK_TREE`` (set for it
+on the line, ``GIT_DIR=x git``, ``env GIT_DIR=x git``, ``export GIT_DIR=x;`` before it, or
+inherited from the agent's own environment) are read as the ``--git-dir``/``--work-tree``
+they stand for: that repository is the one checked. Any other variable the line sets for it
+(``GIT_CONFIG_COUNT``/``_KEY_n``/``_VALUE_n``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_GLOBAL``,
+``GIT_EXEC_PATH``, ``GIT_SSH_COMMAND``, ``GIT_EXTERNAL_DIFF``, ``GIT_ASKPASS``, ``PATH``,
+``HOME``...) asks, but for the routine ones (:data:`_ROUTINE`: an author's name, ``LC_ALL``;
+``GIT_PAGER=cat``, ``GIT_EDITOR=true``), and so does one whose name or value is known only
+when it runs (``read X``, ``source f``, ``env -u``), or a wrapper that moves the command
+(``env -C``, ``sudo -D``, ``chroot``). What the agent inherited otherwise (an inherited
+``GIT_SSH_COMMAND``, ``GIT_CONFIG_PARAMETERS``) is the user's own, as the global configuration
+is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
+
+**Git front-ends** (:data:`GIT_FRONT_ENDS`: ``gh``, ``hub``, ``tig``, ``lazygit``, ``gitui``,
+``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``; directly or through ``npx``) run git
+in the repository of their folder on the user's behalf (``gh pr checkout`` fetches and checks
+out: the ``post-checkout`` hook, the fsmonitor and the filters run), so each is checked as a
+``git`` running any command there (every hook counts); an option that moves it to another
+repository (``tig -C``, ``lazygit -p``) asks. Beyond them nothing is followed: any program an
+allow rule lets run may run anything, git included (``Bash(make:*)`` allows what the Makefile
+runs; ``npm test``'s scripts; a ``pre-commit`` hook's own command) — what such a rule allows is
+the program's whole doing.
+
 The answer, when the repository's own configuration (local, worktree, the files they include;
 never the user's global configuration) or its hooks make git run a program, is one sentence
 naming the setting, its file and the program: ``this repository's git configuration runs
@@ -52,6 +75,7 @@ from .guarded import path_within
 from .shell import CommandAnalysis, Variable, analyse_command
 
 __all__ = [
+    "GIT_FRONT_ENDS",
     "GitCheck",
     "GitTarget",
     "fingerprint",
@@ -219,6 +243,39 @@ def _environment(
     return chosen, tuple(dict.fromkeys(unread))
 
 
+GIT_FRONT_ENDS: dict[str, tuple[str, ...]] = {
+    "gh": (),
+    "hub": ("-C",),
+    "tig": ("-C",),
+    "lazygit": ("-p", "--path", "-g", "--git-dir", "-w", "--work-tree"),
+    "gitui": ("-d", "--directory", "--workdir"),
+    "git-lfs": (),
+    "pre-commit": (),
+    "lefthook": (),
+    "husky": (),
+}
+"""Programs that run git in the repository of their folder on the user's behalf, each with the
+options (prefixes) that point it at another repository: checked as a ``git`` there (module
+docstring)."""
+
+_RUNNERS = frozenset({"npx", "bunx", "pnpx"})
+"""Package runners whose first word that is no option is the program they run (``npx husky``)."""
+
+
+def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
+    """The git front-end ``words`` runs (:data:`GIT_FRONT_ENDS`), and whether an option of it
+    points it elsewhere (or a word is known only when it runs), or ``None``."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if name in _RUNNERS:
+        rest = [w for w in words[1:] if w is None or not w.startswith("-")]
+        return _front_end(tuple(rest)) if rest else None
+    moving = GIT_FRONT_ENDS.get(name)
+    if moving is None:
+        return None
+    elsewhere = bool(moving) and any(w is None or w.startswith(moving) for w in words[1:])
+    return name, elsewhere
+
+
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
 
 
@@ -288,6 +345,10 @@ def git_targets(
         elif name == "git":
             for folder in [None] if elsewhere else dict.fromkeys(folders):
                 found[_git(words[1:], folder, variables, environ)] = None
+        elif (front := _front_end(words)) is not None:  # `gh pr checkout`: any git there
+            program, moved = front
+            for folder in [None] if elsewhere or moved else dict.fromkeys(folders):
+                found[_git((program,), folder, variables, environ)] = None
     return list(found)
 
 
