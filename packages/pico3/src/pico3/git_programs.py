@@ -9,7 +9,9 @@ which the user owns), its hooks folder and its submodules' would make a ``git`` 
 It reads configuration with ``git config --list`` (which runs nothing) and looks at the hooks
 folder; the settings it knows are :data:`PROGRAM_SETTINGS`, the rows of :mod:`pico3.git`'s
 table and the rarer ones besides. What it cannot read (a configuration git refuses, submodules
-nested deeper than it follows) is reported as an unknown program: the caller asks.
+nested deeper than it follows, an include that is no regular file: a FIFO is found with
+``stat`` before any git opens it, so the answer comes at once) is reported as an unknown
+program: the caller asks.
 """
 
 from __future__ import annotations
