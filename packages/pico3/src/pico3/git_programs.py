@@ -12,6 +12,13 @@ table and the rarer ones besides. What it cannot read (a configuration git refus
 nested deeper than it follows, an include that is no regular file: a FIFO is found with
 ``stat`` before any git opens it, so the answer comes at once) is reported as an unknown
 program: the caller asks.
+
+Why one module: reading one repository is one sequence whose order is the safety argument —
+the files git would open to find the repository and its includes are looked at with ``stat``
+before any git runs there, then the configuration is listed, then hooks and submodules are
+read with git's programs off — and every step reports in the same :class:`ConfiguredProgram`
+and reads through the same listing helpers (``_plain``, ``_listing``); split by step, each
+piece would need the others' helpers and the order would live nowhere.
 """
 
 from __future__ import annotations
