@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from contextlib import suppress
 from itertools import pairwise
 from pathlib import Path
 
@@ -177,6 +178,42 @@ def test_submodule_git_entries_pass_over_an_empty_dot_git_as_git_does(tmp_path: 
     session = outer / "sub"
     (session / ".git").mkdir()
     assert submodule_git_entries(session) == [str(session / "a" / "b" / "lib" / ".git")]
+
+
+def _nested(top: Path, levels: int) -> list[Path]:
+    """``levels`` repositories, each an embedded submodule (a gitlink) of the one above."""
+    chain = [top]
+    for level in range(levels):
+        chain.append(_committed(chain[-1] / f"s{level}"))
+    for parent, child in reversed(list(pairwise(chain))):
+        _git(parent, "add", child.name)
+        _git(parent, *WHO, "commit", "-qm", "sub")
+    return chain[1:]
+
+
+def test_submodule_git_entries_follow_submodules_at_any_depth(tmp_path: Path) -> None:
+    # git status enters every level (it runs a git status in each submodule, which does the
+    # same in its own): the sixth level's .git stays read-only like the first's
+    chain = _nested(_committed(tmp_path / "repo"), 6)
+    assert submodule_git_entries(tmp_path / "repo") == [str(p / ".git") for p in chain]
+
+
+def test_submodule_git_entries_read_each_repository_once(tmp_path: Path) -> None:
+    # a submodule folder that is a link back to its superproject: a cycle, read once
+    repo = _committed(tmp_path / "repo")
+    (inner,) = _nested(repo, 1)
+    shutil.rmtree(inner)
+    inner.symlink_to(repo)
+    assert submodule_git_entries(repo) == [str(inner / ".git")]
+
+
+def test_past_the_limit_a_submodule_is_kept_whole(tmp_path: Path) -> None:
+    # past the most indexes one look reads, an unread submodule is its whole folder: the
+    # repositories inside it, however deep, are covered with it
+    chain = _nested(_committed(tmp_path / "repo"), 5)
+    entries = submodule_git_entries(tmp_path / "repo", limit=3)
+    assert entries == [*(str(p / ".git") for p in chain[:3]), str(chain[2])]
+    assert all(str(p).startswith(str(chain[2])) for p in chain[3:])
 
 
 # -- repository_programs: the same knowledge, for a git that runs unchanged ---------------------
@@ -402,3 +439,44 @@ def test_a_hook_or_hooks_folder_that_is_another_file_for_git_is_a_program(tmp_pa
     assert [(p.setting, p.program) for p in found.programs] == [
         ("core.hooksPath", "/proc/self/cwd/hooks")
     ]
+
+
+@pytest.mark.parametrize("nested", [False, True], ids=["included", "included-by-an-include"])
+def test_an_include_naming_a_fifo_is_an_unknown_program_at_once(
+    tmp_path: Path, nested: bool
+) -> None:
+    # git opens an include whatever it is: a FIFO makes every git there (rev-parse, config
+    # --list) wait for a writer. Nobody writes here: the check must answer without git opening
+    # it (a worker thread, joined with a generous deadline; the FIFO is opened for writing
+    # only afterwards, to release a reader if the check did hang).
+    import threading
+
+    from pico3 import RepositoryPrograms, repository_programs
+
+    _git(tmp_path, "init", "-q", ".")
+    fifo = tmp_path / "payload.fifo"
+    os.mkfifo(fifo)
+    if nested:  # a regular included file that includes the FIFO, relative to itself
+        (tmp_path / "more").mkdir()
+        (tmp_path / "more" / "a.cfg").write_text("[include]\n\tpath = ../payload.fifo\n")
+        _git(tmp_path, "config", "include.path", "../more/a.cfg")
+    else:
+        _git(tmp_path, "config", "includeIf.onbranch:nothing.path", str(fifo))
+    answers: list[RepositoryPrograms | None] = []
+    worker = threading.Thread(
+        target=lambda: answers.append(repository_programs(tmp_path, "status", timeout=600)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=60)
+    hung = worker.is_alive()
+    while worker.is_alive():  # release each git waiting on the FIFO (old code), then fail
+        with suppress(OSError):  # ENXIO: no reader waits right now
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(timeout=0.1)
+    assert not hung, "the check waited on the FIFO"
+    (found,) = answers
+    assert found is not None
+    (program,) = found.programs
+    assert "not a file this check can read" in program.program
+    assert found.git_dir == ""  # an unknown program: never remembered

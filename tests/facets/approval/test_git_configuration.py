@@ -34,13 +34,19 @@ from approval_git_support import (
 )
 
 from chord.context import BACKGROUND
-from facets_approval.gitconfig import git_reason
+from facets_approval.gitconfig import git_check
 from pico3.models.faux import faux_response
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
 ]
+
+
+def git_reason(command: str, workspace: str, trusted: str | None) -> str | None:
+    """Why the hook asks before ``command`` (:func:`git_check`'s reason), nothing remembered."""
+    check = git_check(command, workspace, trusted)
+    return None if check is None else check.reason
 
 
 # -- the traps, one per family of settings -------------------------------------------------------
@@ -429,3 +435,23 @@ async def test_a_repository_the_same_line_adds_is_checked_before_git_enters_it(
     assert markers(tmp_path) == []
     await anyio.run_process(["bash", "-c", command], cwd=repo, check=False)
     assert markers(tmp_path) == ["embedded"]  # ...though the trap was armed
+
+
+async def test_an_include_naming_a_fifo_asks_at_once(kit: Any, tmp_path: Path) -> None:
+    # git would wait for a writer on the FIFO (the check's own git too): the check must not
+    # let git open it, and ask because of it; nobody ever writes to it here
+    repo = repository(tmp_path)
+    fifo = tmp_path / "payload.fifo"
+    os.mkfifo(fifo)
+    git(repo, "config", "include.path", str(fifo))
+    asked = Asked()
+    source = allow("Bash(git status)")(kit)
+    async with harness(repo, [calls("git status"), faux_response("ok")], source, asked) as (r, _):
+        results = await run(r)
+    (request,) = asked.requests
+    assert (
+        f"an unknown program (it includes {fifo}, not a file this check can read)"
+        in (request["reason"])
+    )
+    assert not request.get("repositories")  # what it includes cannot be pinned: no "always"
+    assert results == ["Tool call blocked: the user denied this call"]

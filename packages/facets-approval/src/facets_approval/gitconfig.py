@@ -8,7 +8,7 @@ drivers, ``gpg.program``, ``core.sshCommand``, a ``!`` alias, hooks...): pico3 k
 (:data:`pico3.git_programs.PROGRAM_SETTINGS`, :func:`pico3.repository_programs`), the same knowledge
 with which it runs the agent's own git with every one of them switched off.
 
-:func:`git_reason` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
+:func:`git_check` reads a ``bash`` command (:func:`~.shell.analyse_command`) for every ``git``
 it runs, its wrappers' (``timeout 5 git status``) included, and the repository each one acts
 on: the session's folder, moved by ``-C DIR`` (cumulative, as git does), ``--git-dir``,
 ``--work-tree``, and a ``cd DIR`` (or ``pushd``) earlier on the line. Where the line moves is
@@ -16,6 +16,29 @@ only approximated (a ``cd`` in a subshell does not last), so every folder the li
 is checked: the session's and each one a ``cd`` before that ``git`` named. A folder known only
 when the line runs (``cd "$X"``, ``git -C "$X"``), or one that does not exist yet (the line may
 make it, and copy a ``.git`` there), cannot be checked, so it asks.
+
+**The environment** a ``git`` runs with counts: ``GIT_DIR`` and ``GIT_WORK_TREE`` (set for it
+on the line, ``GIT_DIR=x git``, ``env GIT_DIR=x git``, ``export GIT_DIR=x;`` before it, or
+inherited from the agent's own environment) are read as the ``--git-dir``/``--work-tree``
+they stand for: that repository is the one checked. Any other variable the line sets for it
+(``GIT_CONFIG_COUNT``/``_KEY_n``/``_VALUE_n``, ``GIT_CONFIG_PARAMETERS``, ``GIT_CONFIG_GLOBAL``,
+``GIT_EXEC_PATH``, ``GIT_SSH_COMMAND``, ``GIT_EXTERNAL_DIFF``, ``GIT_ASKPASS``, ``PATH``,
+``HOME``...) asks, but for the routine ones (:data:`_ROUTINE`: an author's name, ``LC_ALL``;
+``GIT_PAGER=cat``, ``GIT_EDITOR=true``), and so does one whose name or value is known only
+when it runs (``read X``, ``source f``, ``env -u``), or a wrapper that moves the command
+(``env -C``, ``sudo -D``, ``chroot``). What the agent inherited otherwise (an inherited
+``GIT_SSH_COMMAND``, ``GIT_CONFIG_PARAMETERS``) is the user's own, as the global configuration
+is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
+
+**Git front-ends** (:data:`GIT_FRONT_ENDS`: ``gh``, ``hub``, ``tig``, ``lazygit``, ``gitui``,
+``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``; directly or through ``npx``) run git
+in the repository of their folder on the user's behalf (``gh pr checkout`` fetches and checks
+out: the ``post-checkout`` hook, the fsmonitor and the filters run), so each is checked as a
+``git`` running any command there (every hook counts); an option that moves it to another
+repository (``tig -C``, ``lazygit -p``) asks. Beyond them nothing is followed: any program an
+allow rule lets run may run anything, git included (``Bash(make:*)`` allows what the Makefile
+runs; ``npm test``'s scripts; a ``pre-commit`` hook's own command) — what such a rule allows is
+the program's whole doing.
 
 The answer, when the repository's own configuration (local, worktree, the files they include;
 never the user's global configuration) or its hooks make git run a program, is one sentence
@@ -38,9 +61,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,14 +72,14 @@ from pico3 import ConfiguredProgram, repository_programs
 
 from .git_approvals import RememberedGit
 from .guarded import path_within
-from .shell import CommandAnalysis, analyse_command
+from .shell import CommandAnalysis, Variable, analyse_command
 
 __all__ = [
+    "GIT_FRONT_ENDS",
     "GitCheck",
     "GitTarget",
     "fingerprint",
     "git_check",
-    "git_reason",
     "git_targets",
     "trusted_root",
 ]
@@ -67,6 +91,35 @@ _SHOWN = 3
 """How many programs a reason names before it says how many more."""
 
 
+_ROUTINE = frozenset(
+    {
+        "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS",
+        "GIT_FLUSH", "GIT_PROGRESS_DELAY", "GIT_MERGE_VERBOSITY", "GIT_LITERAL_PATHSPECS",
+        "GIT_GLOB_PATHSPECS", "GIT_NOGLOB_PATHSPECS", "GIT_ICASE_PATHSPECS", "GIT_ADVICE",
+        "GIT_NO_REPLACE_OBJECTS", "GIT_REFLOG_ACTION", "GIT_DEFAULT_HASH", "LANG", "LANGUAGE",
+        "TZ", "NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TERM", "COLUMNS", "LINES",
+    }
+)  # fmt: skip
+"""Variables a line may set for ``git`` that make it run nothing and read no other
+configuration or repository (and every ``LC_*``)."""
+
+_QUIET = frozenset({"", "cat", "true", ":"})
+"""The values with which a pager or editor variable runs nothing of note (``GIT_PAGER=cat``,
+``GIT_EDITOR=true git rebase --continue``)."""
+
+_PROGRAM_VARIABLES = frozenset(
+    {"GIT_PAGER", "PAGER", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "EDITOR", "VISUAL"}
+)
+
+_CHOOSING = {"GIT_DIR": "--git-dir", "GIT_WORK_TREE": "--work-tree"}
+"""Variables that choose the repository, read as the options they stand for."""
+
+_INHERITED_UNREAD = ("GIT_COMMON_DIR",)
+"""Variables of the agent's own environment that move where git reads the repository's
+configuration in a way this check does not follow: a git run with one asks."""
+
+
 @dataclass(frozen=True, slots=True)
 class GitTarget:
     """One ``git`` a command line runs: where (``None``: a folder known only when it runs),
@@ -75,6 +128,12 @@ class GitTarget:
     folder: str | None
     options: tuple[str, ...]
     command: str | None
+    unread: tuple[str, ...] = ()
+    """The variables its environment has that can make it run a program or read another
+    configuration, which this check does not read (``GIT_CONFIG_COUNT``, ``GIT_SSH_COMMAND``
+    set on the line; ``GIT_COMMON_DIR`` inherited): it asks. ``GIT_DIR`` and
+    ``GIT_WORK_TREE``, set on the line or inherited, are read instead, as ``--git-dir`` and
+    ``--work-tree`` (the options win, as for git)."""
 
 
 def _path(folder: str, given: str, expanded: bool) -> str | None:
@@ -103,10 +162,17 @@ def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
     return _path(folder, target, expanded=True)
 
 
-def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
-    """The :class:`GitTarget` of ``git <args>`` started in ``folder``. git applies each ``-C``
-    as it reads it, but a relative ``--git-dir``/``--work-tree`` only once all are read (it sets
-    ``GIT_DIR``), so against the last folder: ``git --git-dir=.git -C sub`` is ``sub/.git``."""
+def _git(
+    args: tuple[str | None, ...],
+    folder: str | None,
+    variables: Sequence[Variable] = (),
+    inherited: Mapping[str, str] | None = None,
+) -> GitTarget:
+    """The :class:`GitTarget` of ``git <args>`` started in ``folder``, with ``variables`` set
+    by the line for it over the ``inherited`` environment (:func:`_environment`). git applies
+    each ``-C`` as it reads it, but a relative ``--git-dir``/``--work-tree`` only once all are
+    read (it sets ``GIT_DIR``), so against the last folder: ``git --git-dir=.git -C sub`` is
+    ``sub/.git``; a relative ``GIT_DIR`` too."""
     options: list[tuple[str, str, bool]] = []
     index = 0
     command: str | None = None
@@ -134,35 +200,155 @@ def _git(args: tuple[str | None, ...], folder: str | None) -> GitTarget:
         elif word in _VALUED:
             index += 1
         index += 1
+    chosen, unread = _environment(variables, os.environ if inherited is None else inherited)
+    named = {option for option, _value, _expanded in options}
+    for variable, value in chosen.items():
+        if value is None:
+            return GitTarget(None, (), None)  # `GIT_DIR=$X`, `unset GIT_DIR`
+        if _CHOOSING[variable] not in named:
+            options.append((_CHOOSING[variable], *value))
     resolved: list[str] = []
     for name, given, expanded in options:
         path = _path(folder, given, expanded) if folder is not None and given else None
         if name != "--bare" and path is None:
             return GitTarget(None, (), None)
         resolved.append(name if name == "--bare" else f"{name}={path}")
-    return GitTarget(folder, tuple(resolved), command)
+    return GitTarget(folder, tuple(resolved), command, unread)
 
 
-def _commands(analysis: CommandAnalysis) -> Iterator[tuple[str | None, ...]]:
+def _environment(
+    variables: Sequence[Variable], inherited: Mapping[str, str]
+) -> tuple[dict[str, tuple[str, bool] | None], tuple[str, ...]]:
+    """What the environment of a ``git`` changes for this check: the repository-choosing
+    variables (:data:`_CHOOSING`) with their value and whether bash expanded a ``~`` in it (set
+    on the line) or not (inherited), ``None`` when known only when it runs; and the names of
+    the variables this check does not read (:attr:`GitTarget.unread`). The agent's own
+    environment is the user's, like the global git configuration: only what it makes git
+    read as the repository counts; what the line sets counts whole."""
+    chosen: dict[str, tuple[str, bool] | None] = {
+        name: (inherited[name], False) for name in _CHOOSING if inherited.get(name)
+    }
+    unread = [name for name in _INHERITED_UNREAD if inherited.get(name)]
+    for variable in variables:
+        name, value = variable.name, variable.value
+        if name in _CHOOSING:
+            chosen[name] = (value, True) if value else None  # empty: git refuses it
+        elif not name:
+            unread.append("variables known only when it runs")
+        elif name in _PROGRAM_VARIABLES:
+            if value is None or value.strip() not in _QUIET:
+                unread.append(name)
+        elif name not in _ROUTINE and not name.startswith("LC_"):
+            unread.append(name)
+    return chosen, tuple(dict.fromkeys(unread))
+
+
+GIT_FRONT_ENDS: dict[str, tuple[str, ...]] = {
+    "gh": (),
+    "hub": ("-C",),
+    "tig": ("-C",),
+    "lazygit": ("-p", "--path", "-g", "--git-dir", "-w", "--work-tree"),
+    "gitui": ("-d", "--directory", "--workdir"),
+    "git-lfs": (),
+    "pre-commit": (),
+    "lefthook": (),
+    "husky": (),
+}
+"""Programs that run git in the repository of their folder on the user's behalf, each with the
+options (prefixes) that point it at another repository: checked as a ``git`` there (module
+docstring)."""
+
+_RUNNERS = frozenset({"npx", "bunx", "pnpx"})
+"""Package runners whose first word that is no option is the program they run (``npx husky``)."""
+
+
+def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
+    """The git front-end ``words`` runs (:data:`GIT_FRONT_ENDS`), and whether an option of it
+    points it elsewhere (or a word is known only when it runs), or ``None``."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if name in _RUNNERS:
+        rest = [w for w in words[1:] if w is None or not w.startswith("-")]
+        return _front_end(tuple(rest)) if rest else None
+    moving = GIT_FRONT_ENDS.get(name)
+    if moving is None:
+        return None
+    elsewhere = bool(moving) and any(w is None or w.startswith(moving) for w in words[1:])
+    return name, elsewhere
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
+
+
+def _commands(
+    analysis: CommandAnalysis,
+) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool]]:
+    """Each command the line runs (a part, and the command behind each of its wrappers), with
+    the variables set for it (every one the line sets, its own ``A=1`` prefix, a wrapper's
+    ``env A=1``) and whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
+    ``sudo -i``, ``chroot``)."""
     for part in analysis.parts:
-        yield part.words
-        yield from part.runs
+        variables = [*analysis.variables, *part.assignments]
+        elsewhere = False
+        outer = part.words
+        yield outer, list(variables), elsewhere
+        for inner in part.runs:
+            found, moves = _wrapper(outer[: len(outer) - len(inner)])
+            variables += found
+            elsewhere = elsewhere or moves
+            yield inner, list(variables), elsewhere
+            outer = inner
 
 
-def git_targets(command: str, workspace: str) -> list[GitTarget]:
+def _wrapper(words: tuple[str | None, ...]) -> tuple[list[Variable], bool]:
+    """The variables a wrapper's words set for the command behind it (``env A=1``,
+    ``sudo A=1``; ``env -u A``, ``env -i``: known only when it runs) and whether it moves
+    that command to another folder."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    found: list[Variable] = []
+    moves = name == "chroot"
+    for word in words[1:]:
+        if word is None:
+            continue
+        if _ASSIGNMENT.match(word):
+            variable, _, value = word.partition("=")
+            found.append(Variable(variable, value))
+        elif word.startswith("--"):
+            option = word[2:].partition("=")[0]
+            moves = moves or option in ("chdir", "login")
+            if name == "env" and option in ("unset", "ignore-environment"):
+                found.append(Variable("", None))
+        elif word.startswith("-"):
+            letters = word[1:]
+            if name == "env":
+                moves = moves or "C" in letters
+                if not letters or "u" in letters or "i" in letters:  # `env -`, `-u A`, `-i`
+                    found.append(Variable("", None))
+            elif name == "sudo":
+                moves = moves or "D" in letters or "i" in letters
+    return found, moves
+
+
+def git_targets(
+    command: str, workspace: str, environ: Mapping[str, str] | None = None
+) -> list[GitTarget]:
     """Every ``git`` ``command`` runs, once for each folder it may run in (see the module
-    docstring), in order."""
+    docstring), in order; ``environ`` is the environment the line starts with (this
+    process's by default)."""
     analysis = analyse_command(command)
     folders: list[str | None] = [workspace]
     found: dict[GitTarget, None] = {}
-    for words in _commands(analysis):
+    for words, variables, elsewhere in _commands(analysis):
         name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
         if name in ("cd", "pushd"):
             moved = _cd(words, folders[-1])
             folders.append(moved)
         elif name == "git":
-            for folder in dict.fromkeys(folders):
-                found[_git(words[1:], folder)] = None
+            for folder in [None] if elsewhere else dict.fromkeys(folders):
+                found[_git(words[1:], folder, variables, environ)] = None
+        elif (front := _front_end(words)) is not None:  # `gh pr checkout`: any git there
+            program, moved = front
+            for folder in [None] if elsewhere or moved else dict.fromkeys(folders):
+                found[_git((program,), folder, variables, environ)] = None
     return list(found)
 
 
@@ -250,6 +436,11 @@ def git_check(
     for target in git_targets(command, start):
         if target.command is None and target.folder is not None:
             continue  # `git --version`, `git -C x`: runs no subcommand, nothing configured
+        if target.unread:
+            return GitCheck(
+                f"it runs git with {', '.join(target.unread)} set, which can make git run a "
+                "program or read a configuration this check does not read"
+            )
         if target.folder is None or target.command is None:
             return GitCheck(
                 "it runs git in a folder known only when it runs, so that repository's "
@@ -290,9 +481,3 @@ def git_check(
         return None
     reason = f"this repository's git configuration runs {_names(programs)}"
     return GitCheck(reason, () if unknown else tuple(repositories.values()))
-
-
-def git_reason(command: object, workspace: str | None, trusted_root: str | None) -> str | None:
-    """:func:`git_check`'s reason, nothing remembered."""
-    check = git_check(command, workspace, trusted_root)
-    return None if check is None else check.reason

@@ -87,7 +87,7 @@ symlink swapped in on the way after the decision cannot redirect the write.
 Last, a ``bash`` call that would run without asking (an allow rule, the session's "always"
 answers and ``updatedPermissions``, which are session rules, a turn's ``allowed-tools``,
 ``auto`` mode) and runs ``git`` asks when the repository it acts on configured a program git
-would run (``core.fsmonitor = ./run.sh``, a filter, a hook...: :func:`~.gitconfig.git_reason`,
+would run (``core.fsmonitor = ./run.sh``, a filter, a hook...: :func:`~.gitconfig.git_check`,
 not in a trusted project's repositories, nor in one whose configuration a person approved as
 it is now: :mod:`.git_approvals`). Like confinement it only turns "run" into "ask", and no rule
 or hook answers it: the reason names the setting, its file and the program, and the request

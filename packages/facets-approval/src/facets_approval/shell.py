@@ -96,7 +96,7 @@ from .shell_tables import (
     git_config_writes,
 )
 
-__all__ = ["CommandAnalysis", "CommandPart", "analyse_command"]
+__all__ = ["CommandAnalysis", "CommandPart", "Variable", "analyse_command"]
 
 _STRUCTURE = frozenset(
     {
@@ -260,6 +260,16 @@ def _unexamined(node: Any, start: int, quoted: bool = False) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Variable:
+    """A variable a line sets: its ``name`` (``""``: one known only when it runs, ``read
+    $X``, anything ``source f`` sets) and its ``value`` (``None``: known only when it runs, or
+    removed: ``unset A``, ``export -n A``)."""
+
+    name: str
+    value: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class CommandPart:
     """One simple command the line runs: its ``words`` (``None``: known only at run time) and
     its ``text`` as written."""
@@ -269,6 +279,8 @@ class CommandPart:
     runs: tuple[tuple[str | None, ...], ...] = ()
     """The commands behind its wrappers, outermost first (``sudo -u root nice rm x`` →
     ``nice rm x``, ``rm x``): what deny and ask rules are matched against too."""
+    assignments: tuple[Variable, ...] = ()
+    """The variables it sets for the command it runs (``GIT_DIR=x git status``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +294,10 @@ class CommandAnalysis:
     """What runs a command no rule can name (``eval "$X"``, ``source f``, ``bash -c "$X"``,
     ``find -delete``, ``${x@P}``, arithmetic on a variable's text): every deny or ask rule
     *may* match the line."""
+    variables: tuple[Variable, ...] = ()
+    """The variables the line sets, exports or unsets for the commands after (``A=1;``,
+    ``export A=1``, ``unset A``, ``read A``, ``source f``), wherever they are on the line:
+    what a command's environment may differ by from the one the line started with."""
 
     @property
     def allowable(self) -> bool:
@@ -349,6 +365,7 @@ def analyse_command(command: str) -> CommandAnalysis:
         tuple(dict.fromkeys(walker.unsafe)),
         tuple(walker.writes),
         tuple(dict.fromkeys(walker.hidden)),
+        tuple(dict.fromkeys(walker.variables)),
     )
 
 
@@ -363,6 +380,7 @@ class _Walker:
     unsafe: list[str] = field(default_factory=list[str])
     writes: list[str] = field(default_factory=list[str])
     hidden: list[str] = field(default_factory=list[str])
+    variables: list[Variable] = field(default_factory=list[Variable])
 
     def statement(self, node: Any) -> None:
         kind = node.type
@@ -390,6 +408,7 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind in ("unset_command", "declaration_command"):
+            self.variables += _declared(node)
             self.unsafe.append(f"it contains {_CONTROL[kind]}, which is not analysed")
             if kind == "unset_command" or re.search(r"(?:^|\s)-[A-Za-z]*i", _text(node)):
                 self.hidden.append(_text(node))  # a name `a[$(…)]` is evaluated
@@ -411,6 +430,7 @@ class _Walker:
                 self.hidden.append(_text(node))
             return
         elif kind == "variable_assignment" or kind == "variable_assignments":
+            self.variables += _declared(node)
             self.unsafe.append(f"it sets a shell variable ({_text(node)})")
             self.scan(node)
         elif kind == "process_substitution":
@@ -453,10 +473,12 @@ class _Walker:
     def command(self, node: Any) -> None:
         words: list[str | None] = []
         assignments: list[str] = []
+        variables: list[Variable] = []
         for child in node.named_children:
             kind = child.type
             if kind == "variable_assignment":
                 assignments.append(_text(child))
+                variables += _declared(child)
                 self.scan(child)
             elif kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                 self.redirect(child)
@@ -470,6 +492,7 @@ class _Walker:
                 else:
                     self.scan(child)
         if not words:  # only assignments: `A=1` as a statement
+            self.variables += variables
             self.unsafe.append(f"it sets a shell variable ({' '.join(assignments)})")
             return
         text = _text(node)
@@ -487,7 +510,7 @@ class _Walker:
                 break
             runs.append(inner)
             current = inner
-        self.parts.append(CommandPart(tuple(words), text, tuple(runs)))
+        self.parts.append(CommandPart(tuple(words), text, tuple(runs), tuple(variables)))
         if words[0] is None:
             self.unsafe.append(f"its command name is computed when it runs ({text.split()[0]})")
         for run in (tuple(words), *runs):
@@ -502,9 +525,11 @@ class _Walker:
         its commands count as parts when it is known, else it is hidden."""
         if string is None or _DEPTH.get() >= _MAX_DEPTH:
             self.hidden.append(text)
+            self.variables.append(Variable("", None))  # `eval "$X"` may set anything
             return
         inner = analyse_command(string)
         self.parts.extend(inner.parts)
+        self.variables.extend(inner.variables)
         self.unsafe.extend(inner.unsafe)
         self.writes.extend(inner.writes)
         self.hidden.extend(inner.hidden)
@@ -528,10 +553,12 @@ class _Walker:
                     self.string(args[0], text)
             elif base in ("source", "."):
                 self.hidden.append(text)
+                self.variables.append(Variable("", None))  # whatever the file sets
             # exec, command, builtin: the command behind them is a `runs` entry (behind)
         elif base in _SHELLS:
             self.shell(name, args, text)
         elif base in _ASSIGNS or (base == "printf" and args and (args[0] or "-v")[:2] == "-v"):
+            self.variables.append(Variable("", None))  # the names are the words': not read
             self.unsafe.append(
                 f"`{name}` sets a shell variable (a name like `a[$(…)]` runs that command)"
             )
@@ -771,6 +798,29 @@ def _text(node: Any) -> str:
 
 _ESCAPED = re.compile(r"\\(.)", re.DOTALL)
 _QUOTED_ESCAPE = re.compile(r"\\([\\$`\"\n])")
+
+
+def _declared(node: Any) -> list[Variable]:
+    """The variables an assignment (``A=1``, ``A+=x``), several of them, or a declaration
+    (``export A=1 B``, ``unset A``) sets: a bare name's value is unknown (``export B`` exports
+    what ``B`` holds then, ``unset A`` removes it), as is one a flag changes (``declare -i``)."""
+    if node.type == "variable_assignment":
+        name = node.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        appends = any(c.type == "+=" for c in node.children)
+        known = "" if value is None else _value(value)
+        return [Variable(_text(name) if name is not None else "", None if appends else known)]
+    found: list[Variable] = []
+    flagged = any(_text(c).startswith(("-", "+")) for c in node.named_children)
+    for child in node.named_children:
+        if child.type in ("variable_assignment", "variable_assignments"):
+            inner = _declared(child)
+            found += [Variable(v.name, None) for v in inner] if flagged else inner
+        elif child.type in ("variable_name", "word") and not _text(child).startswith(("-", "+")):
+            found.append(Variable(_text(child) if child.type == "variable_name" else "", None))
+        elif child.type not in ("variable_name", "word"):
+            found.append(Variable("", None))  # a computed name
+    return found
 
 
 def _value(node: Any) -> str | None:

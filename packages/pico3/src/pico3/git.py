@@ -66,7 +66,7 @@ import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 
-__all__ = ["run_git", "submodule_git_entries"]
+__all__ = ["SUBMODULE_LIMIT", "run_git", "submodule_git_entries"]
 
 _COMMANDS = frozenset({"ls-files", "rev-parse", "status", "diff", "log", "show", "ls-tree"})
 """The git commands :func:`run_git` accepts: built-ins that only read, never an alias."""
@@ -181,9 +181,14 @@ def run_git(
     )
 
 
-_GITLINKS: dict[tuple[str, int], tuple[tuple[int, int, int], list[str]]] = {}
-""":func:`submodule_git_entries`' answers by ``(tree, depth)``, with the index's ``(device,
-inode, mtime)`` they were read from: looked up again only when the index changed."""
+_GITLINKS: dict[str, tuple[tuple[int, int, int], list[tuple[str, bool]]]] = {}
+""":func:`_gitlinks`' answers by tree, with the index's ``(device, inode, mtime)`` they were
+read from: looked up again only when that index changed."""
+
+SUBMODULE_LIMIT = 256
+"""The most repositories :func:`submodule_git_entries` reads the index of in one look (the
+tree's own and its submodules', nearest first). Past it, a submodule whose index is not read
+is given as its whole folder (every repository inside it, however deep, kept with it)."""
 
 
 def _index_of(tree: str) -> str | None:
@@ -211,42 +216,70 @@ def _index_of(tree: str) -> str | None:
         folder = parent
 
 
-def submodule_git_entries(tree: str | os.PathLike[str], *, depth: int = 3) -> list[str]:
-    """The ``.git`` (a ``gitdir:`` file, or an old-style folder) of every submodule that the
-    index of ``tree``'s repository records at or below ``tree`` (its gitlinks), and of their
-    submodules in turn, down to ``depth`` levels: the repositories git enters on its own (a
-    ``git status`` in the superproject runs one in each submodule, with that submodule's
-    configuration, ``core.fsmonitor`` included). A submodule not checked out (its folder
-    empty, no ``.git``) is given as its folder: a ``.git`` made there would be entered too.
-    Absolute paths; empty outside a repository or without git. Read with :func:`run_git`;
-    cached until the index changes."""
-    folder = os.path.realpath(tree)
-    index = _index_of(folder)
-    if depth <= 0 or index is None:
+def _gitlinks(tree: str) -> list[tuple[str, bool]]:
+    """The gitlinks the index of ``tree``'s repository records at or below ``tree``: each
+    submodule's folder, and whether it has a ``.git`` (checked out). Read with :func:`run_git`,
+    kept until that index changes; empty outside a repository or without git."""
+    index = _index_of(tree)
+    if index is None:
         return []
     try:
         info = os.stat(index)
     except OSError:
         return []
     stamp = (info.st_dev, info.st_ino, info.st_mtime_ns)
-    cached = _GITLINKS.get((folder, depth))
+    cached = _GITLINKS.get(tree)
     if cached is not None and cached[0] == stamp:
-        return list(cached[1])
+        return cached[1]
     try:
-        done = run_git(folder, "ls-files", "--stage", "-z", timeout=30)
+        done = run_git(tree, "ls-files", "--stage", "-z", timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    found: list[str] = []
+    found: list[tuple[str, bool]] = []
     for record in done.stdout.split(b"\0") if done.returncode == 0 else ():
         mode, _, rest = record.partition(b" ")
-        if mode != b"160000":
+        if mode == b"160000":
+            path = os.path.join(tree, os.fsdecode(rest.partition(b"\t")[2]))
+            found.append((path, os.path.lexists(os.path.join(path, ".git"))))
+    _GITLINKS[tree] = (stamp, found)
+    return found
+
+
+def submodule_git_entries(
+    tree: str | os.PathLike[str], *, limit: int = SUBMODULE_LIMIT
+) -> list[str]:
+    """The ``.git`` (a ``gitdir:`` file, or an old-style folder) of every submodule that the
+    index of ``tree``'s repository records at or below ``tree`` (its gitlinks), and of their
+    submodules in turn, at any depth: the repositories git enters on its own (a ``git status``
+    in the superproject runs one in each submodule, with that submodule's configuration,
+    ``core.fsmonitor`` included; git has no depth limit, so neither has this). A submodule not
+    checked out (its folder empty, no ``.git``) is given as its folder: a ``.git`` made there
+    would be entered too. Absolute paths; empty outside a repository or without git.
+
+    Safe on any tree: each repository is read once (a submodule folder that is a link back to
+    one read already, a cycle, is not read again), nearest first, and at most ``limit`` of them
+    (:data:`SUBMODULE_LIMIT`); a checked-out submodule past that is given as its whole folder
+    too, so what it holds stays covered however deep it goes (the caller keeps it read-only
+    whole). Read with :func:`run_git`; each index's gitlinks kept until it changes."""
+    top = os.path.realpath(tree)
+    found: list[str] = []
+    seen = {top}
+    pending = [top]
+    read = 0
+    while pending:
+        folder = pending.pop(0)
+        if read >= limit:  # unread: the whole folder, whatever is inside
+            found.append(folder)
             continue
-        path = os.path.join(folder, os.fsdecode(rest.partition(b"\t")[2]))
-        entry = os.path.join(path, ".git")
-        if os.path.lexists(entry):
-            found.append(entry)
-            found += submodule_git_entries(path, depth=depth - 1)
-        elif os.path.isdir(path):
-            found.append(path)
-    _GITLINKS[(folder, depth)] = (stamp, found)
-    return list(found)
+        read += 1
+        for path, checked_out in _gitlinks(folder):
+            if not checked_out:
+                if os.path.isdir(path):
+                    found.append(path)
+                continue
+            found.append(os.path.join(path, ".git"))
+            real = os.path.realpath(path)
+            if real not in seen:
+                seen.add(real)
+                pending.append(path)
+    return found

@@ -9,7 +9,16 @@ which the user owns), its hooks folder and its submodules' would make a ``git`` 
 It reads configuration with ``git config --list`` (which runs nothing) and looks at the hooks
 folder; the settings it knows are :data:`PROGRAM_SETTINGS`, the rows of :mod:`pico3.git`'s
 table and the rarer ones besides. What it cannot read (a configuration git refuses, submodules
-nested deeper than it follows) is reported as an unknown program: the caller asks.
+nested deeper than it follows, an include that is no regular file: a FIFO is found with
+``stat`` before any git opens it, so the answer comes at once) is reported as an unknown
+program: the caller asks.
+
+Why one module: reading one repository is one sequence whose order is the safety argument —
+the files git would open to find the repository and its includes are looked at with ``stat``
+before any git runs there, then the configuration is listed, then hooks and submodules are
+read with git's programs off — and every step reports in the same :class:`ConfiguredProgram`
+and reads through the same listing helpers (``_plain``, ``_listing``); split by step, each
+piece would need the others' helpers and the order would live nowhere.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from functools import cache
+from io import BufferedReader
 
 from pico3.git import (  # pyright: ignore[reportPrivateUsage]
     _FIXED,
@@ -310,12 +320,23 @@ def _digest(path: str) -> str:
     if _per_process(path):
         return "-"
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a folder, a fifo (never opened)
-            return "-"
-        with open(path, "rb") as file:
+        with _open_regular(path) as file:
             return hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError:
+    except OSError:  # a folder, a FIFO (opened without waiting, then refused)
         return "-"
+
+
+def _open_regular(path: str) -> BufferedReader:
+    """``path`` opened for reading when it is a regular file. Opened without waiting
+    (``O_NONBLOCK``: a FIFO swapped in after a ``stat`` opens at once instead of waiting for a
+    writer) and checked on the open file (``fstat``); raises ``OSError`` naming the path when
+    it is anything else."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file (a folder, a FIFO or a device)")
+    os.set_blocking(fd, True)
+    return open(fd, "rb")
 
 
 def _valued(program: ConfiguredProgram, top: str) -> ConfiguredProgram:
@@ -401,6 +422,9 @@ def _one(
         return RepositoryPrograms(
             os.path.realpath(cwd), (ConfiguredProgram("its repository", unseen, why),)
         )
+    blocked = list(_unreadable_includes(git, cwd, options, base, timeout))
+    if blocked:  # git would wait on it (a FIFO) or read what this reading cannot see
+        return RepositoryPrograms(os.path.realpath(cwd), tuple(blocked))
     where = _plain(
         git,
         cwd,
@@ -440,7 +464,6 @@ def _one(
     ]
     found += (_valued(p, top) for p in _alias(entries, command, _builtins(git)))
     found += _hooks(entries, command, top, common)
-    found += _unseen_includes(entries, cwd)
     for own in (os.path.join(common, "config"), os.path.join(git_dir, "config.worktree")):
         if _unseen(own):  # `.git/config` a symlink to /dev/stdin
             why = "an unknown program (its configuration is not a file this check can read)"
@@ -485,8 +508,8 @@ def _unseen_discovery(cwd: str, options: Sequence[str]) -> str | None:
             if _unseen(entry):
                 return entry
             try:
-                with open(entry, encoding="utf-8", errors="replace") as gitfile:
-                    line = gitfile.readline().strip()
+                with _open_regular(entry) as gitfile:
+                    line = gitfile.readline().decode("utf-8", "replace").strip()
             except OSError:
                 return entry
             if not line.startswith("gitdir:"):
@@ -498,21 +521,73 @@ def _unseen_discovery(cwd: str, options: Sequence[str]) -> str | None:
     return None
 
 
-def _unseen_includes(entries: list[_Entry], cwd: str) -> Iterator[ConfiguredProgram]:
-    """The includes this reading cannot see as the checked ``git`` will (:func:`_unseen`)."""
-    for scope, origin, key, value in entries:
+_INCLUDE_DEPTH = 10
+"""How deep git follows includes inside included files (its own limit: deeper is an error)."""
+
+
+def _include_paths(entries: list[_Entry], cwd: str) -> Iterator[tuple[_Entry, str]]:
+    """Every ``include.path`` and ``includeIf.<condition>.path`` of ``entries`` (every
+    condition, met or not: it may be met when the command runs), with the path it names made
+    absolute (``~`` expanded, relative to the including file's folder)."""
+    for entry in entries:
+        _scope, origin, key, value = entry
         lowered = key.lower()
         is_include = lowered == "include.path" or (
             lowered.startswith("includeif.") and lowered.endswith(".path")
         )
-        if scope not in _OWN_SCOPES or not is_include or not value:
+        if not is_include or not value:
             continue
         path = os.path.expanduser(value)
         if not os.path.isabs(path):  # relative to the file that includes it
             path = os.path.join(cwd, os.path.dirname(origin), path)
-        if _unseen(path):
+        yield entry, path
+
+
+def _unreadable_includes(
+    git: str, cwd: str, options: Sequence[str], base: Mapping[str, str], timeout: float
+) -> Iterator[ConfiguredProgram]:
+    """The includes this reading must not hand to git, found *before* any git reads them.
+
+    git opens an included file whatever it is: an include naming a FIFO makes every git in
+    the repository (``rev-parse`` and ``config --list`` too) wait for a writer, so reading
+    the configuration through git would hang until the timeout. So the includes are listed
+    first with ``--no-includes`` (which opens no included file), and each included file is
+    looked at with ``stat`` before it is read (``git config --file <it> --no-includes``, for
+    its own includes: at most :data:`_INCLUDE_DEPTH` deep, each file once). An include of the
+    repository's own configuration that is no regular file this reading can see as the
+    checked ``git`` will (:func:`_unseen`: a FIFO, ``/dev/stdin``, ``/proc/self/...``) is an
+    unknown program, at once; one of the user's own (global, system) configuration is only
+    when opening it may wait (:func:`_waits`: a FIFO, a socket): git would wait there too,
+    but what else the user's own files include is the user's."""
+    listing = ["config", "--list", "--null", "--show-scope", "--show-origin", "--no-includes"]
+    listed = _plain(git, cwd, [*options, *listing], base, timeout)
+    if listed.returncode != 0:
+        return  # not a repository, or one git refuses: the reading after says which
+    pending = [(found, 1) for found in _include_paths(_listing(listed.stdout), cwd)]
+    seen: set[str] = set()
+    while pending:
+        ((scope, origin, key, value), path), depth = pending.pop(0)
+        if _unseen(path) if scope in _OWN_SCOPES else _waits(path):
             why = f"an unknown program (it includes {value}, not a file this check can read)"
             yield ConfiguredProgram(key, origin, why)
+            continue
+        real = os.path.realpath(path)
+        if real in seen or depth >= _INCLUDE_DEPTH or not os.path.isfile(real):
+            continue  # read already, past git's own limit (git refuses it), or missing
+        seen.add(real)
+        nested = _plain(git, cwd, [*listing, "--file", real], base, timeout)
+        inner = [(scope, real, k, v) for _s, _o, k, v in _listing(nested.stdout)]
+        pending += ((found, depth + 1) for found in _include_paths(inner, cwd))
+
+
+def _waits(path: str) -> bool:
+    """Whether opening ``path`` for reading may wait for another process (a FIFO, a socket:
+    anything but a regular file, a folder or a character device such as ``/dev/null``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # missing: git includes nothing
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISCHR(mode))
 
 
 def repository_programs(
@@ -548,8 +623,8 @@ def repository_programs(
     found = _one(git, os.fspath(cwd), options, command, base, timeout)
     if found is None:
         return None
-    if any(p.setting in ("its repository", "its configuration") for p in found.programs):
-        return found  # unread: its submodules cannot be listed either
+    if _unread(found):
+        return found  # its submodules cannot be listed either
     programs = [*found.programs, *_submodules(git, found.folder, command, base, timeout)]
     return RepositoryPrograms(found.folder, tuple(programs), found.git_dir)
 
@@ -578,4 +653,14 @@ def _submodules(
         if inner is not None:  # its files named from here: `.git/config` is the submodule's
             for program in inner.programs:
                 yield replace(program, origin=os.path.join(inner.folder, program.origin))
-            yield from _submodules(git, inner.folder, command, base, timeout, depth + 1)
+            if not _unread(inner):
+                yield from _submodules(git, inner.folder, command, base, timeout, depth + 1)
+
+
+def _unread(found: RepositoryPrograms) -> bool:
+    """Whether ``found`` is a repository whose configuration was not read (git could not say
+    where it is, or this reading must not let git read it: an include git would wait on), so
+    no git may be run there to list its submodules either."""
+    return not found.git_dir or any(
+        p.setting in ("its repository", "its configuration") for p in found.programs
+    )

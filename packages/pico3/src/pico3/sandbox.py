@@ -12,7 +12,8 @@ What a sandboxed command gets (:class:`SandboxPolicy`):
   ``/tmp`` itself stays read-only) and the ``allow_write`` paths, but for the ``read_only``
   paths inside them (the host names what runs code outside: ``.vscode``...) and the
   repositories of the ``read_only_repositories`` work trees (their ``.git``, and each
-  submodule's: :func:`pico3.git.submodule_git_entries`); the ``read_only_folders``, and the
+  submodule's at any depth, a submodule past the most it reads whole:
+  :func:`pico3.git.submodule_git_entries`); the ``read_only_folders``, and the
   ``.git`` of a work tree with no repository, cannot be created where missing: an empty
   read-only placeholder lies there while a command runs (:mod:`pico3.sandbox_placeholders`:
   the command then starts as ``bash``, which takes the placeholders' lock and ``exec``s
