@@ -164,5 +164,33 @@ def test_routine_variables_ask_nothing(tmp_path: Path) -> None:
         assert git_check(command, str(repo), None) is None, command
     check = git_check("GIT_PAGER=less git log", str(repo), None)
     assert check is not None and "GIT_PAGER" in check.reason
-    check = git_check("read GIT_DIR; git status", str(repo), None)
+    check = git_check("read GIT_DIR; export GIT_DIR; git status", str(repo), None)
     assert check is not None and "known only when it runs" in check.reason
+
+
+def test_a_shell_variable_the_line_only_assigns_never_reaches_git(tmp_path: Path) -> None:
+    """``msg=x; git commit -m "$msg"`` is the model's everyday line: a shell variable that is
+    not exported is not in git's environment, so it asks nothing. It counts once the line
+    exports it, turns on ``set -a``, or assigns a name the environment already holds."""
+    repo = repository(tmp_path)
+    quiet = (
+        'msg="fix the parser"; git commit --allow-empty -m "$msg"',
+        "head=$(git rev-parse HEAD); git show $head",
+        'while read -r f; do git add "$f"; done < /dev/null',
+        "GIT_CONFIG_COUNT=1; GIT_CONFIG_KEY_0=core.pager; GIT_CONFIG_VALUE_0=./x; git log",
+        "local GIT_EXTERNAL_DIFF=./x; git diff",
+    )
+    for command in quiet:
+        assert git_check(command, str(repo), None) is None, command
+    counted = {
+        "export GIT_EXTERNAL_DIFF=./x; git diff": "GIT_EXTERNAL_DIFF",
+        "GIT_EXTERNAL_DIFF=./x; export GIT_EXTERNAL_DIFF; git diff": "GIT_EXTERNAL_DIFF",
+        "set -a; GIT_EXTERNAL_DIFF=./x; git diff": "GIT_EXTERNAL_DIFF",
+        "set -o allexport; GIT_EXTERNAL_DIFF=./x; git diff": "GIT_EXTERNAL_DIFF",
+        "declare -x GIT_EXTERNAL_DIFF=./x; git diff": "GIT_EXTERNAL_DIFF",
+        "PATH=./bin:$PATH; git status": "PATH",
+        "read -r HOME; git status": "HOME",
+    }
+    for command, name in counted.items():
+        check = git_check(command, str(repo), None)
+        assert check is not None and name in check.reason, command

@@ -280,14 +280,15 @@ _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
 
 
 def _commands(
-    analysis: CommandAnalysis,
+    analysis: CommandAnalysis, environ: Mapping[str, str] | None = None
 ) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool]]:
     """Each command the line runs (a part, and the command behind each of its wrappers), with
     the variables set for it (every one the line sets, its own ``A=1`` prefix, a wrapper's
     ``env A=1``) and whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
     ``sudo -i``, ``chroot``)."""
+    exported = _exported(analysis, environ)
     for part in analysis.parts:
-        variables = [*analysis.variables, *part.assignments]
+        variables = [*exported, *part.assignments]
         elsewhere = False
         outer = part.words
         yield outer, list(variables), elsewhere
@@ -297,6 +298,29 @@ def _commands(
             elsewhere = elsewhere or moves
             yield inner, list(variables), elsewhere
             outer = inner
+
+
+def _exported(
+    analysis: CommandAnalysis, inherited: Mapping[str, str] | None = None
+) -> list[Variable]:
+    """The variables the line sets that may reach a command's environment: every exported or
+    unset one, and a shell variable it only assigns (``msg=x; git commit -m "$msg"``) when
+    the environment holds that name already (``PATH=x;``, ``HOME=x;``) or the line turns on
+    ``set -a``/``set -o allexport`` (it exports every assignment)."""
+    environment = os.environ if inherited is None else inherited
+    allexport = any(
+        part.words[:1] == ("set",)
+        and any(
+            word is None or word == "allexport" or (word[:1] in "-+" and "a" in word[1:])
+            for word in part.words[1:]
+        )
+        for part in analysis.parts
+    )
+    return [
+        variable
+        for variable in analysis.variables
+        if variable.exported or allexport or not variable.name or variable.name in environment
+    ]
 
 
 def _wrapper(words: tuple[str | None, ...]) -> tuple[list[Variable], bool]:
@@ -337,7 +361,7 @@ def git_targets(
     analysis = analyse_command(command)
     folders: list[str | None] = [workspace]
     found: dict[GitTarget, None] = {}
-    for words, variables, elsewhere in _commands(analysis):
+    for words, variables, elsewhere in _commands(analysis, environ):
         name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
         if name in ("cd", "pushd"):
             moved = _cd(words, folders[-1])

@@ -263,10 +263,13 @@ def _unexamined(node: Any, start: int, quoted: bool = False) -> bool:
 class Variable:
     """A variable a line sets: its ``name`` (``""``: one known only when it runs, ``read
     $X``, anything ``source f`` sets) and its ``value`` (``None``: known only when it runs, or
-    removed: ``unset A``, ``export -n A``)."""
+    removed: ``unset A``, ``export -n A``), and whether it is ``exported``: ``False`` for a
+    shell variable the line only assigns (``A=1;``, ``read A``, ``local A``), which reaches a
+    command's environment only if the environment already holds ``A`` (or ``set -a`` is on)."""
 
     name: str
     value: str | None
+    exported: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,7 +411,8 @@ class _Walker:
             for child in node.named_children:
                 self.statement(child)
         elif kind in ("unset_command", "declaration_command"):
-            self.variables += _declared(node)
+            declared = _declared(node)
+            self.variables += declared if _exports(node) else _unexported(declared)
             self.unsafe.append(f"it contains {_CONTROL[kind]}, which is not analysed")
             if kind == "unset_command" or re.search(r"(?:^|\s)-[A-Za-z]*i", _text(node)):
                 self.hidden.append(_text(node))  # a name `a[$(…)]` is evaluated
@@ -430,7 +434,7 @@ class _Walker:
                 self.hidden.append(_text(node))
             return
         elif kind == "variable_assignment" or kind == "variable_assignments":
-            self.variables += _declared(node)
+            self.variables += _unexported(_declared(node))
             self.unsafe.append(f"it sets a shell variable ({_text(node)})")
             self.scan(node)
         elif kind == "process_substitution":
@@ -492,7 +496,7 @@ class _Walker:
                 else:
                     self.scan(child)
         if not words:  # only assignments: `A=1` as a statement
-            self.variables += variables
+            self.variables += _unexported(variables)
             self.unsafe.append(f"it sets a shell variable ({' '.join(assignments)})")
             return
         text = _text(node)
@@ -558,7 +562,7 @@ class _Walker:
         elif base in _SHELLS:
             self.shell(name, args, text)
         elif base in _ASSIGNS or (base == "printf" and args and (args[0] or "-v")[:2] == "-v"):
-            self.variables.append(Variable("", None))  # the names are the words': not read
+            self.variables += _read_names(args)
             self.unsafe.append(
                 f"`{name}` sets a shell variable (a name like `a[$(…)]` runs that command)"
             )
@@ -820,6 +824,43 @@ def _declared(node: Any) -> list[Variable]:
             found.append(Variable(_text(child) if child.type == "variable_name" else "", None))
         elif child.type not in ("variable_name", "word"):
             found.append(Variable("", None))  # a computed name
+    return found
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _unexported(variables: list[Variable]) -> list[Variable]:
+    """``variables`` as shell variables only assigned, not exported (:attr:`Variable.exported`)."""
+    return [Variable(v.name, v.value, exported=False) if v.name else v for v in variables]
+
+
+def _exports(node: Any) -> bool:
+    """Whether a declaration may change the environment of the commands after it: ``export``,
+    ``declare -x``/``typeset -x``, and ``unset`` (which removes an exported one); ``local A=1``,
+    ``readonly A``, ``declare A`` only assign (when ``A`` was not exported already)."""
+    text = _text(node)
+    word = text.split(maxsplit=1)[0] if text.split() else ""
+    if word in ("unset", "export"):
+        return True
+    return bool(re.search(r"(?:^|\s)[-+][A-Za-z]*x", text))
+
+
+def _read_names(args: Sequence[str | None]) -> list[Variable]:
+    """The shell variables ``read``, ``mapfile`` or ``printf -v`` may set, from its words: each
+    word that is a plain name (an option's value taken for one only widens what counts), or one
+    known only when it runs when a word is computed or not a plain name (``a[$(…)]``)."""
+    found: list[Variable] = []
+    for word in args:
+        if word is None:
+            return [Variable("", None)]
+        if word.startswith("-"):
+            continue
+        if not _NAME.fullmatch(word):
+            if "[" in word:
+                return [Variable("", None)]
+            continue  # a prompt, delimiter or format: no name
+        found.append(Variable(word, None, exported=False))
     return found
 
 
