@@ -36,6 +36,13 @@ the same reason a project's context file that is a symlink leading outside the p
 credentials are kept (``pico3.DEFAULT_DENY_READ``, this agent's ``config.toml``, Claude Code's
 ``settings.json``) is never read, whoever links or imports it.
 
+**HTML comments are hidden.** ``<!-- notes for the people maintaining the file -->`` is taken
+out of the text the model is sent, as Claude Code hides it when it injects a ``CLAUDE.md``
+(:func:`hide_html_comments`; a comment inside a fenced block or a code span is code and stays,
+and an ``@path`` inside a comment is not imported). The file itself is unchanged: the ``read``
+tool shows the comments, as Claude Code's Read tool does. A file that is nothing but comments
+adds nothing.
+
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
 are read. A file anywhere else (above the project root, in the home folder, imported from
@@ -84,6 +91,7 @@ __all__ = [
     "context_file_problem",
     "context_files_section",
     "find_context_files",
+    "hide_html_comments",
     "render_context_files",
     "scan_context_files",
     "touched_folders",
@@ -106,6 +114,10 @@ SECTION_KEY = "context-files"
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
+_HIDDEN = re.compile(r"(^(```|~~~).*?^\2[^\n]*$)|(`[^`\n]*`)|(<!--.*?-->[ \t]*\n?)", re.M | re.S)
+"""A fenced block or a code span (kept as they are) or an HTML comment (hidden), leftmost
+first, so a comment-like text in code is never taken for a comment and a fence inside a
+comment is hidden with it."""
 _IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
 
 
@@ -201,6 +213,16 @@ def _credentials(real: str, home: Path, env: Mapping[str, str]) -> str | None:
     return None
 
 
+def hide_html_comments(text: str) -> str:
+    """``text`` without its HTML comments (``<!-- ... -->``, one line or several), as Claude
+    Code hides them from the model when it injects a ``CLAUDE.md`` or a rule: notes for the
+    file's maintainers cost no context. A comment inside a fenced block (```` ``` ````/``~~~``)
+    or a code span is part of the code and stays; an unclosed ``<!--`` stays as written."""
+    if "<!--" not in text:
+        return text
+    return _HIDDEN.sub(lambda match: "" if match.group(4) else match.group(0), text)
+
+
 def _imports(text: str) -> list[str]:
     """The ``@path`` imports of ``text``, outside fenced blocks and code spans, in order."""
     prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
@@ -282,6 +304,8 @@ class _Scan:
             if globs and match is None:
                 return  # read once the agent works on a file its paths match
             reason = f"{reason}, for {match}" if match else reason
+        if text is not None:
+            text = hide_html_comments(text)
         if text is None or not text.strip():
             return
         self._seen.add(real)
