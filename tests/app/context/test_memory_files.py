@@ -293,3 +293,66 @@ def test_html_comments_are_hidden_from_the_model_as_claude_code_hides_them(
         ("repo/.claude/rules/testing.md", "Run pytest -x."),
     ]
     assert (repo / "CLAUDE.md").read_text() == written  # the file itself is not changed
+
+
+def test_claude_md_excludes_leaves_out_the_files_its_patterns_match(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    """A monorepo as Claude Code's large-codebase guide lays one out: your settings exclude
+    every legacy package, the project's local settings the web package's CLAUDE.md; the files
+    left out are listed as skipped with the pattern and the settings file. A project's pattern
+    never leaves out your own ~/.claude/CLAUDE.md, and only a trusted project's count."""
+    import json
+
+    from coding_agent.settings.trust import TrustStore, trust_path
+
+    claude = tmp_path / "home" / ".claude"
+    claude.mkdir()
+    (claude / "CLAUDE.md").write_text("my memory\n")
+    (claude / "settings.json").write_text(
+        json.dumps({"claudeMdExcludes": ["**/packages/legacy-*/**"]})
+    )
+    (repo / "CLAUDE.md").write_text("root conventions\n")
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.local.json").write_text(
+        json.dumps({"claudeMdExcludes": ["**/packages/web/CLAUDE.md", "**/.claude/CLAUDE.md"]})
+    )
+    for package in ("web", "api", "legacy-billing"):
+        (repo / "packages" / package / "src").mkdir(parents=True)
+        (repo / "packages" / package / "CLAUDE.md").write_text(f"{package} conventions\n")
+    (repo / "packages" / "legacy-billing" / ".claude" / "rules").mkdir(parents=True)
+    (repo / "packages" / "legacy-billing" / ".claude" / "rules" / "money.md").write_text("cents\n")
+    touched = [repo / "packages" / p / "src" / "main.ts" for p in ("web", "api", "legacy-billing")]
+    TrustStore(trust_path(home)).set(repo, True)
+    scanned = scan_context_files(repo, env=home, touched=touched)
+    root = str(tmp_path) + "/"
+    assert [f.path.removeprefix(root) for f in scanned.files] == [
+        "home/.claude/CLAUDE.md",  # the project's "**/.claude/CLAUDE.md" is not yours to apply
+        "repo/CLAUDE.md",
+        "repo/packages/api/CLAUDE.md",
+    ]
+    assert [(s.path.removeprefix(root), s.reason) for s in scanned.skipped] == [
+        (
+            "repo/packages/legacy-billing/CLAUDE.md",
+            f"excluded by claudeMdExcludes '**/packages/legacy-*/**' in {claude / 'settings.json'}",
+        ),
+        (
+            "repo/packages/web/CLAUDE.md",
+            "excluded by claudeMdExcludes '**/packages/web/CLAUDE.md' in "
+            f"{repo / '.claude' / 'settings.local.json'}",
+        ),
+    ]
+    # Working inside the legacy package: its CLAUDE.md and its rules are left out there too.
+    inside = scan_context_files(repo / "packages" / "legacy-billing", env=home)
+    assert [f.path.removeprefix(root) for f in inside.files] == [
+        "home/.claude/CLAUDE.md",
+        "repo/CLAUDE.md",
+    ]
+    assert {s.path.removeprefix(root) for s in inside.skipped} == {
+        "repo/packages/legacy-billing/CLAUDE.md",
+        "repo/packages/legacy-billing/.claude/rules/money.md",
+    }
+    # An untrusted project's settings are not read: only your own patterns apply.
+    TrustStore(trust_path(home)).set(repo, False)
+    untrusted = scan_context_files(repo, env=home, touched=touched)
+    assert "repo/packages/web/CLAUDE.md" in [f.path.removeprefix(root) for f in untrusted.files]

@@ -43,6 +43,14 @@ and an ``@path`` inside a comment is not imported). The file itself is unchanged
 tool shows the comments, as Claude Code's Read tool does. A file that is nothing but comments
 adds nothing.
 
+**Excluded files.** Claude Code's ``claudeMdExcludes`` (glob patterns of absolute paths, such
+as ``**/packages/legacy/**``, in your ``~/.claude/settings.json`` or a trusted project's
+``.claude/settings.json`` / ``settings.local.json``:
+:func:`~coding_agent.settings.claude_settings.claude_md_excludes`) leaves out every context,
+rule or imported file a pattern matches (the path as found or the file it links to), each listed
+as skipped with the pattern and the settings file. A project's patterns leave out only the
+project's own files.
+
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
 are read. A file anywhere else (above the project root, in the home folder, imported from
@@ -72,8 +80,24 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from coding_agent.context.memory_rules import RULES_FOLDER, matching, rule_files, rule_scope
-from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
+from coding_agent.context.memory_rules import (
+    RULES_FOLDER,
+    glob_pattern,
+    matching,
+    rule_files,
+    rule_scope,
+)
+from coding_agent.settings.claude_plugins import plugin_settings_files
+from coding_agent.settings.claude_settings import claude_md_excludes, settings_json
+from coding_agent.settings.trust import (
+    TrustError,
+    TrustStore,
+    folder_owner,
+    folder_problem,
+    is_trusted,
+    project_root_for,
+    trust_path,
+)
 from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
 if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
@@ -249,6 +273,19 @@ class _Scan:
         self.skipped: list[SkippedFile] = []
         self._seen: set[str] = set()
         self._texts: set[str] = set()
+        self.excludes = _excludes(root, home, env)
+        """``claudeMdExcludes``: ``(pattern, its text, settings file, project's only)``."""
+
+    def excluded(self, candidate: Path, real: str) -> str | None:
+        """Why ``candidate`` (whose real path is ``real``) is left out by a
+        ``claudeMdExcludes`` pattern, or ``None``."""
+        shown = (os.path.abspath(candidate).lstrip("/"), real.lstrip("/"))
+        for pattern, written, source, project_only in self.excludes:
+            if project_only and not self.inside(Path(os.path.abspath(candidate))):
+                continue
+            if any(pattern.fullmatch(path) for path in shown):
+                return f"excluded by claudeMdExcludes {written!r} in {source}"
+        return None
 
     def inside(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
@@ -275,6 +312,9 @@ class _Scan:
         real = os.path.realpath(candidate)
         if real in self._seen:
             return  # a link to a file already read, or an import of one
+        if (why := self.excluded(candidate, real)) is not None:
+            self.skipped.append(SkippedFile(str(candidate), why))
+            return
         if (held := _credentials(real, self.home, self.env)) is not None:
             problem: str | None = (
                 f"it leads to {real}, in {held}, where credentials are kept: a context file "
@@ -347,6 +387,27 @@ class _Scan:
                 )
                 continue
             self.add(target, f"imported by {importer}", depth=depth + 1, chain=chain)
+
+
+def _excludes(
+    root: Path, home: Path, env: Mapping[str, str]
+) -> list[tuple[re.Pattern[str], str, Path, bool]]:
+    """The ``claudeMdExcludes`` patterns of your Claude Code settings and, when the project at
+    ``root`` is trusted, its own (module docstring), each compiled."""
+    claude = claude_home({**env, "HOME": str(home)})
+    try:
+        trusted = folder_problem(root) is None and is_trusted(root, TrustStore(trust_path(env)))
+    except TrustError:  # a broken trust file trusts nothing (it is reported where it is read)
+        trusted = False
+    files = [
+        (path, data)
+        for path in plugin_settings_files(claude, root, trusted)
+        if (data := settings_json(path)) is not None
+    ]
+    return [
+        (glob_pattern(written), written, source, project)
+        for written, source, project in claude_md_excludes(files, root)
+    ]
 
 
 def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
