@@ -356,3 +356,56 @@ def test_claude_md_excludes_leaves_out_the_files_its_patterns_match(
     TrustStore(trust_path(home)).set(repo, False)
     untrusted = scan_context_files(repo, env=home, touched=touched)
     assert "repo/packages/web/CLAUDE.md" in [f.path.removeprefix(root) for f in untrusted.files]
+
+
+def test_claude_codes_auto_memory_is_read_its_first_200_lines_unless_turned_off(
+    tmp_path: Path, repo: Path, home: dict[str, str]
+) -> None:
+    """The MEMORY.md Claude Code wrote for this repository under ~/.claude/projects/ (its
+    folder named after the git root) is read after the project's files, its first 200 lines;
+    autoMemoryEnabled: false or CLAUDE_CODE_DISABLE_AUTO_MEMORY=1 turns it off, and your own
+    autoMemoryDirectory moves it."""
+    import json
+
+    from coding_agent.settings.trust import TrustStore, trust_path
+
+    claude = tmp_path / "home" / ".claude"
+    folder = claude / "projects" / str(repo).replace("/", "-").replace("_", "-") / "memory"
+    folder.mkdir(parents=True)
+    notes = [f"- note {n}" for n in range(1, 231)]
+    (folder / "MEMORY.md").write_text("# Memory\n" + "\n".join(notes) + "\n")
+    (folder / "debugging.md").write_text("topic file: read on demand, not at the start\n")
+    (repo / "CLAUDE.md").write_text("root conventions\n")
+    (repo / "src").mkdir()
+    scanned = scan_context_files(repo / "src", env=home)  # a sub-folder shares the repository's
+    root = str(tmp_path) + "/"
+    assert [(f.path.removeprefix(root), f.reason) for f in scanned.files] == [
+        ("repo/CLAUDE.md", f"the project ({repo})"),
+        (
+            str(folder / "MEMORY.md").removeprefix(root),
+            "your Claude Code auto memory for this project",
+        ),
+    ]
+    text = scanned.files[1].content
+    assert text.startswith("# Memory\n- note 1\n") and "- note 199\n" in text
+    assert "- note 200" not in text  # line 201 of the file
+    assert text.endswith(
+        "[MEMORY.md: only its first 200 lines (at most 25000 characters) are read; the rest "
+        "is in the file]"
+    )
+    # Turned off: by the variable, by your settings, or by a trusted project's.
+    off = {**home, "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+    assert len(scan_context_files(repo, env=off).files) == 1
+    (repo / ".claude").mkdir()
+    (repo / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryEnabled": False}))
+    assert len(scan_context_files(repo, env=home).files) == 2  # not trusted: not read
+    TrustStore(trust_path(home)).set(repo, True)
+    assert len(scan_context_files(repo, env=home).files) == 1
+    (repo / ".claude" / "settings.json").unlink()
+    # Your autoMemoryDirectory moves it.
+    moved = tmp_path / "home" / "memories"
+    moved.mkdir()
+    (moved / "MEMORY.md").write_text("moved memory\n")
+    (claude / "settings.json").write_text(json.dumps({"autoMemoryDirectory": "~/memories"}))
+    assert _read(repo, home) == [("repo/CLAUDE.md", "root conventions"),
+                                 ("home/memories/MEMORY.md", "moved memory")]  # fmt: skip

@@ -150,6 +150,29 @@ def test_claude_md_excludes_in_settings_flag_is_a_note_saying_it_is_not_taken() 
     ]
 
 
+def test_auto_memory_keys_are_honoured_and_a_projects_folder_is_a_note(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write_json(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"autoMemoryEnabled": True, "autoMemoryDirectory": "~/notes/claude"},
+    )
+    local = write_json(
+        project / ".claude" / "settings.local.json",
+        {"autoMemoryEnabled": "no", "autoMemoryDirectory": "~/.ssh"},
+    )
+    TrustStore(trust_path(env)).set(project, True)
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert keys_noted(problems, user) == []
+    assert [p for p in problems if p.startswith(f"{local}:")] == [
+        f"{local}: `autoMemoryEnabled`: must be true or false; Claude Code's auto memory is read "
+        "as if it were true",
+        f"{local}: `autoMemoryDirectory`: not taken from a project's settings (a cloned "
+        "repository could point it at any file of yours to have it read into the prompt); put "
+        "it in ~/.claude/settings.json",
+    ]
+
+
 def test_an_untrusted_projects_keys_are_not_read_so_not_noted(
     env: dict[str, str], project: Path
 ) -> None:

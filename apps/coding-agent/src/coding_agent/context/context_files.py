@@ -14,6 +14,14 @@ and more general first, so the most specific instructions come last and win when
     /home/me/work/repo/pkg/CLAUDE.md         # a sub-folder's files, once the agent has read or
                                              #   edited a file under it (Claude Code does this)
 
+**Auto memory.** The notes Claude Code keeps for a project by itself,
+``~/.claude/projects/<project>/memory/MEMORY.md`` (the project is the git root), are read after
+the working folder's files: the first :data:`AUTO_MEMORY_LINES` lines (at most
+:data:`AUTO_MEMORY_CHARS` characters), as Claude Code loads them at every start. This agent
+reads them and never writes them. ``autoMemoryEnabled: false`` (your settings or a trusted
+project's) or ``CLAUDE_CODE_DISABLE_AUTO_MEMORY=1`` turns them off, and ``autoMemoryDirectory``
+in your own settings moves the folder (:func:`auto_memory_file`).
+
 **Rules.** Claude Code's ``.claude/rules/**/*.md`` are read too: ``~/.claude/rules/`` right after
 ``~/.claude/CLAUDE.md``, and each folder's ``.claude/rules/`` right after its
 ``.claude/CLAUDE.md``. A rule with ``paths:`` in its front matter is read only once the agent
@@ -88,7 +96,11 @@ from coding_agent.context.memory_rules import (
     rule_scope,
 )
 from coding_agent.settings.claude_plugins import plugin_settings_files
-from coding_agent.settings.claude_settings import claude_md_excludes, settings_json
+from coding_agent.settings.claude_settings import (
+    auto_memory_setting,
+    claude_md_excludes,
+    settings_json,
+)
 from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
@@ -98,13 +110,15 @@ from coding_agent.settings.trust import (
     project_root_for,
     trust_path,
 )
-from coding_agent.settings.xdg import claude_home, config_home, pi_home
+from coding_agent.settings.xdg import claude_home, claude_project_folder, config_home, pi_home
 
 if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
     # session's prompt is built, not in the TUI, whose commands read these modules too
     from pico3 import SystemSection
 
 __all__ = [
+    "AUTO_MEMORY_CHARS",
+    "AUTO_MEMORY_LINES",
     "CONTEXT_FILE_NAMES",
     "MAX_FILE_CHARS",
     "MAX_IMPORT_DEPTH",
@@ -112,6 +126,7 @@ __all__ = [
     "ContextFile",
     "ContextFiles",
     "SkippedFile",
+    "auto_memory_file",
     "context_file_problem",
     "context_files_section",
     "find_context_files",
@@ -135,6 +150,12 @@ MAX_IMPORT_DEPTH = 5
 """How many levels of ``@path`` imports are followed (Claude Code's limit)."""
 
 SECTION_KEY = "context-files"
+
+AUTO_MEMORY_LINES = 200
+"""How many lines of Claude Code's auto memory (``MEMORY.md``) are read (Claude Code's number)."""
+
+AUTO_MEMORY_CHARS = 25_000
+"""The most characters of it read (Claude Code's 25 KB), when its first lines are longer."""
 
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -273,7 +294,12 @@ class _Scan:
         self.skipped: list[SkippedFile] = []
         self._seen: set[str] = set()
         self._texts: set[str] = set()
-        self.excludes = _excludes(root, home, env)
+        self.settings = _claude_settings(root, home, env)
+        """Your Claude Code settings and a trusted project's: ``(file, its JSON)``."""
+        self.excludes = [
+            (glob_pattern(written), written, source, project)
+            for written, source, project in claude_md_excludes(self.settings, root)
+        ]
         """``claudeMdExcludes``: ``(pattern, its text, settings file, project's only)``."""
 
     def excluded(self, candidate: Path, real: str) -> str | None:
@@ -304,6 +330,7 @@ class _Scan:
         depth: int = 0,
         chain: tuple[str, ...] = (),
         rule_base: Path | None = None,
+        head: bool = False,
     ) -> None:
         """Read ``candidate`` (when it exists and may be read) and then its imports. With
         ``rule_base`` it is a rule file (:meth:`add_rules`): its front matter decides."""
@@ -344,6 +371,8 @@ class _Scan:
             if globs and match is None:
                 return  # read once the agent works on a file its paths match
             reason = f"{reason}, for {match}" if match else reason
+        if text is not None and head:
+            text = _head(text, candidate.name)
         if text is not None:
             text = hide_html_comments(text)
         if text is None or not text.strip():
@@ -389,25 +418,50 @@ class _Scan:
             self.add(target, f"imported by {importer}", depth=depth + 1, chain=chain)
 
 
-def _excludes(
+def _claude_settings(
     root: Path, home: Path, env: Mapping[str, str]
-) -> list[tuple[re.Pattern[str], str, Path, bool]]:
-    """The ``claudeMdExcludes`` patterns of your Claude Code settings and, when the project at
-    ``root`` is trusted, its own (module docstring), each compiled."""
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Your Claude Code settings file and, when the project at ``root`` is trusted, its own
+    (:func:`~coding_agent.settings.claude_plugins.plugin_settings_files`), each with its JSON
+    (a file that is missing or broken is left out: the permission rules' loader reports it)."""
     claude = claude_home({**env, "HOME": str(home)})
     try:
         trusted = folder_problem(root) is None and is_trusted(root, TrustStore(trust_path(env)))
     except TrustError:  # a broken trust file trusts nothing (it is reported where it is read)
         trusted = False
-    files = [
+    return [
         (path, data)
         for path in plugin_settings_files(claude, root, trusted)
         if (data := settings_json(path)) is not None
     ]
-    return [
-        (glob_pattern(written), written, source, project)
-        for written, source, project in claude_md_excludes(files, root)
-    ]
+
+
+def auto_memory_file(
+    root: Path, env: Mapping[str, str], settings: list[tuple[Path, dict[str, Any]]]
+) -> Path | None:
+    """The ``MEMORY.md`` of Claude Code's auto memory for the project at ``root`` (module
+    docstring), or ``None`` when ``settings`` (:func:`_claude_settings`) or
+    ``CLAUDE_CODE_DISABLE_AUTO_MEMORY`` turn it off."""
+    if env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in ("1", "true", "yes"):
+        return None
+    home = env.get("HOME", "")
+    enabled, folder = auto_memory_setting(settings, root, Path(home) if home else None)
+    if not enabled:
+        return None
+    return (folder or claude_project_folder(root, env) / "memory") / "MEMORY.md"
+
+
+def _head(text: str, name: str) -> str:
+    """The first :data:`AUTO_MEMORY_LINES` lines of ``text`` (at most :data:`AUTO_MEMORY_CHARS`
+    characters), with a note when there was more."""
+    lines = text.splitlines(keepends=True)
+    kept = "".join(lines[:AUTO_MEMORY_LINES])[:AUTO_MEMORY_CHARS]
+    if len(kept) == len(text):
+        return text
+    return (
+        f"{kept.rstrip()}\n\n[{name}: only its first {AUTO_MEMORY_LINES} lines (at most "
+        f"{AUTO_MEMORY_CHARS} characters) are read; the rest is in the file]"
+    )
 
 
 def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
@@ -448,6 +502,9 @@ def scan_context_files(
             scan.add(folder / name, f"{where} ({folder})")
             if name == ".claude/CLAUDE.md":
                 scan.add_rules(folder / ".claude", folder, f"{where}'s rules ({folder})")
+    memory = auto_memory_file(scan.root, {**environ, "HOME": str(home)}, scan.settings)
+    if memory is not None:
+        scan.add(memory, "your Claude Code auto memory for this project", head=True)
     below: set[Path] = set()
     for path in worked:
         path = path if path.is_dir() else path.parent

@@ -43,6 +43,10 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
   patterns of every file add up). Yours exclude any file; a trusted project's only the
   project's own files (a cloned repository does not switch off your ``~/.claude/CLAUDE.md``).
   A value that is not a list of texts is a note, and excludes nothing;
+* ``autoMemoryEnabled`` (``false`` turns off reading Claude Code's auto memory, from your file
+  or a trusted project's) and ``autoMemoryDirectory`` (the folder of it, from your own file
+  only: a project's is a note): :func:`auto_memory_setting`, which
+  :mod:`coding_agent.context.context_files` applies; a value of another type is a note;
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
@@ -76,6 +80,7 @@ __all__ = [
     "RESTRICTIONS",
     "approve_allow_disabled",
     "auto_disabled",
+    "auto_memory_setting",
     "claude_md_excludes",
     "default_mode",
     "flag_notes",
@@ -101,7 +106,15 @@ STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
 """The modes from the strictest (the approval contract's ``STRICTEST_FIRST``; the app may not
 import the feature, and tests/app/settings/test_claude_settings.py pins the two together)."""
 
-HONOURED = ("$schema", "claudeMdExcludes", "enabledPlugins", "hooks", "permissions")
+HONOURED = (
+    "$schema",
+    "autoMemoryDirectory",
+    "autoMemoryEnabled",
+    "claudeMdExcludes",
+    "enabledPlugins",
+    "hooks",
+    "permissions",
+)
 """The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
 
 RESTRICTIONS: dict[str, object] = {
@@ -187,6 +200,38 @@ def _patterns(value: object) -> list[str] | None:
     if not all(isinstance(item, str) for item in items):
         return None
     return [cast(str, item).strip() for item in items if cast(str, item).strip()]
+
+
+MEMORY_ON = "autoMemoryEnabled"
+MEMORY_FOLDER = "autoMemoryDirectory"
+
+_MEMORY_FOLDER_NOTE = (
+    "not taken from a project's settings (a cloned repository could point it at any file of "
+    "yours to have it read into the prompt); put it in ~/.claude/settings.json"
+)
+
+
+def auto_memory_setting(
+    files: list[tuple[Path, dict[str, Any]]], project: Path | None = None, home: Path | None = None
+) -> tuple[bool, Path | None]:
+    """``(on, folder)`` of Claude Code's auto memory after ``files`` (each a settings file and
+    its JSON): off when any says ``autoMemoryEnabled: false``; ``folder`` is the
+    ``autoMemoryDirectory`` of the last of your own files that sets one (``~`` is ``home``,
+    default the process's), never a file under ``project``'s ``.claude`` folder (``None``: the
+    default folder)."""
+    on, folder = True, None
+    for path, data in files:
+        if data.get(MEMORY_ON) is False:
+            on = False
+        mine = project is None or (project / ".claude") not in path.parents
+        value = data.get(MEMORY_FOLDER)
+        if mine and isinstance(value, str) and value.strip():
+            written = value.strip()
+            if home is not None and (written == "~" or written.startswith("~/")):
+                folder = home / written[2:]
+            else:
+                folder = Path(written).expanduser()
+    return on, folder
 
 
 def settings_json(path: Path) -> dict[str, Any] | None:
@@ -275,6 +320,12 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     notes.append(_note(path, name, _ADVICE.get(name)))
         elif key == EXCLUDES and _patterns(value) is None:
             notes.append(_note(path, key, _EXCLUDES_SHAPE))
+        elif key == MEMORY_ON and not isinstance(value, bool):
+            notes.append(_note(path, key, "must be true or false; Claude Code's auto memory is "
+                               "read as if it were true"))  # fmt: skip
+        elif key == MEMORY_FOLDER and (project or not isinstance(value, str) or not value):
+            notes.append(_note(path, key, _MEMORY_FOLDER_NOTE if project else "must be a "
+                               "folder's path; the default folder is read"))  # fmt: skip
         elif key not in HONOURED and not _already_so(key, value):
             notes.append(_note(path, key, _ADVICE.get(key)))
     return notes
