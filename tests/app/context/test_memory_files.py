@@ -409,3 +409,26 @@ def test_claude_codes_auto_memory_is_read_its_first_200_lines_unless_turned_off(
     (claude / "settings.json").write_text(json.dumps({"autoMemoryDirectory": "~/memories"}))
     assert _read(repo, home) == [("repo/CLAUDE.md", "root conventions"),
                                  ("home/memories/MEMORY.md", "moved memory")]  # fmt: skip
+
+
+def test_an_imported_image_or_pdf_is_left_out_with_the_reason(
+    repo: Path, home: dict[str, str]
+) -> None:
+    # A CLAUDE.md pointing at the docs it relies on, two of them not text.
+    (repo / "docs").mkdir()
+    (repo / "docs" / "architecture.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (repo / "docs" / "spec.pdf").write_bytes(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\x00")
+    (repo / "docs" / "style.md").write_text("use tabs\n")
+    (repo / "CLAUDE.md").write_text(
+        "See @docs/architecture.png, @docs/spec.pdf and @docs/style.md\n"
+    )
+    scanned = scan_context_files(repo, env=home)
+    assert [Path(f.path).name for f in scanned.files] == ["CLAUDE.md", "style.md"]
+    assert [(Path(s.path).name, s.reason) for s in scanned.skipped] == [
+        (
+            name,
+            "not a text file (it holds NUL bytes: an image, a PDF, an archive); it is not put "
+            "into the prompt, as Claude Code leaves such an import out",
+        )
+        for name in ("architecture.png", "spec.pdf")
+    ]

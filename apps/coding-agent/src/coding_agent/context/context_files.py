@@ -35,7 +35,9 @@ once.
 ``@/abs/file.md``; relative to the importing file; not inside code spans or fenced blocks) adds
 that file right after the one importing it, and so on up to :data:`MAX_IMPORT_DEPTH` levels. An
 import cycle, a missing file or one deeper than that is left as written and reported. The
-``@path`` text stays in the file (the model sees where the imported text came from).
+``@path`` text stays in the file (the model sees where the imported text came from). A file
+that is not text (``@docs/diagram.png``, ``@spec.pdf``: NUL bytes in it) is not read and is
+reported.
 
 A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
 must not put your key into the prompt); your own memory files may import any file you own. For
@@ -361,6 +363,15 @@ class _Scan:
             self.skipped.append(SkippedFile(str(candidate), problem))
             return
         text = _read(candidate)
+        if text is not None and "\x00" in text:
+            self.skipped.append(
+                SkippedFile(
+                    str(candidate),
+                    "not a text file (it holds NUL bytes: an image, a PDF, an archive); it is "
+                    "not put into the prompt, as Claude Code leaves such an import out",
+                )
+            )
+            return
         if text is not None and rule_base is not None:
             try:
                 globs, text = rule_scope(text)
