@@ -199,3 +199,31 @@ async def test_a_turn_killed_mid_way_resumes_on_the_commands_model(
     assert _answers(stored.encode()) == [("resumed", "faux-big"), ("next answer", "faux-1")]
     (interrupted, _error) = _results(stored.encode())[command]
     assert interrupted.startswith("Command interrupted by a worker restart")
+
+
+async def test_a_skills_model_and_allowed_tools_apply_to_its_turn_as_a_commands(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # A skill as Claude Code users publish one: run as /NAME (or /skill:NAME), its model
+    # answers the turn and its allowed-tools let those calls run without asking.
+    folder = Path(agent_env["CLAUDE_CONFIG_DIR"]) / "skills" / "hello"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: hello\ndescription: Greets the build.\nmodel: faux/faux-big\n"
+        "allowed-tools: Bash(echo:*) Read\narguments: [who]\n---\nSay hello to $who.\n"
+    )
+    calls = [
+        {"name": "bash", "arguments": {"command": "echo granted"}},
+        {"name": "bash", "arguments": {"command": "touch not-granted"}},
+    ]
+    steps: list[dict[str, Any]] = [{"toolCalls": calls}, {"text": "done"}]
+    for prompt in ("/hello Bob", "/skill:hello Bob"):
+        result = await _run(project, agent_env, steps, "--json", prompt)
+        assert result.returncode == 3, result.stderr.decode()  # the other call was refused
+        results = _results(result.stdout)
+        assert results["echo granted"] == ("granted", False)
+        assert results["touch not-granted"] == ("Tool call blocked: denied by headless", True)
+        assert not (project / "not-granted").exists()
+        assert _answers(result.stdout) == [("done", "faux-big")]
+        (user,) = [e for e in _entries(result.stdout) if e["kind"] == "pi.user"]
+        assert "Say hello to Bob." in json.dumps(user)

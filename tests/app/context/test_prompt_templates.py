@@ -166,3 +166,39 @@ def test_at_file_puts_the_file_in_place_inside_the_project_only(
         "ask @alice or me@example.com"
     )
     assert os.path.exists(place.project / "src" / "app.py")
+
+
+def test_a_commands_named_arguments_are_the_words_at_their_positions(
+    place: SimpleNamespace,
+) -> None:
+    # A Claude Code command with named arguments, its $name in a !`cmd` line too.
+    place.write(
+        place.home / ".claude/commands/fix-issue.md",
+        "---\ndescription: Fix a GitHub issue\nargument-hint: <number> <branch>\n"
+        "arguments: [number, branch]\nallowed-tools: Bash(gh issue view:*) Read\n---\n"
+        "Issue: !`gh issue view $number`\nWork on $branch (not $branches); rest: $3.\n",
+    )
+    found = discover_templates(place.project, place.env)
+    assert found.warnings == ()
+    (template,) = found.templates
+    assert template.allowed_tools == ("Bash(gh issue view:*)", "Read")
+    assert shell_commands(template, "42 fix/login") == ["gh issue view 42"]
+    text = expand_template(template, "42 fix/login", outputs={"gh issue view 42": "Login fails"})
+    assert text == "Issue: Login fails\nWork on fix/login (not $branches); rest: ."
+
+
+def test_a_commands_fork_agent_and_hooks_fields_are_one_warning(place: SimpleNamespace) -> None:
+    # Claude Code runs such a command in a forked subagent; here it runs in the conversation.
+    path = place.write(
+        place.home / ".claude/commands/research.md",
+        "---\ndescription: Research a topic deeply\ncontext: fork\nagent: Explore\n"
+        "disallowed-tools: Write\neffort: high\n---\nResearch $ARGUMENTS.\n",
+    )
+    found = discover_templates(place.project, place.env)
+    assert [t.name for t in found.templates] == ["research"]  # it still loads
+    assert list(found.warnings) == [
+        f"{path}: command /research: not honoured here: context (it runs in the conversation "
+        "that loads it, not in a forked subagent); agent (it runs in the conversation that "
+        "loads it, not in a subagent); disallowed-tools (the tools it removes stay offered "
+        "while it runs (deny rules in settings.json or config.toml take a tool away))"
+    ]

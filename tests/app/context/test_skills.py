@@ -302,3 +302,91 @@ def test_a_plugins_skill_is_found_as_plugin_colon_skill(
     assert namespaced is not None and namespaced["name"] == "example-skill"
     assert service.skill("other-plugin:example-skill") == namespaced  # the name still finds it
     assert service.skill("example-plugin:nothing") is None
+
+
+def test_when_to_use_follows_the_description_in_the_models_listing(
+    place: SimpleNamespace,
+) -> None:
+    # As published skills write it (Claude Code appends it to the description it lists).
+    root = place.home / ".claude/skills"
+    place.write(
+        root / "skill-creator/SKILL.md",
+        "---\nname: skill-creator\n"
+        "description: Authors Claude Code skills (SKILL.md files).\n"
+        "when_to_use: >-\n  Creating, editing or debugging any skill. Triggers on\n"
+        '  "write a SKILL.md" or "turn this into a skill".\n'
+        "---\n# Skill creator\n",
+    )
+    found = discover_skills(place.project, place.env)
+    assert found.warnings == ()
+    (listed,) = (skills_section_value(found) or {})["skills"]
+    assert listed["description"] == (
+        "Authors Claude Code skills (SKILL.md files). Creating, editing or debugging any skill. "
+        'Triggers on "write a SKILL.md" or "turn this into a skill".'
+    )
+    # the palette keeps the description alone
+    assert found.skills[0].description == "Authors Claude Code skills (SKILL.md files)."
+
+
+def test_a_skills_named_arguments_are_the_words_at_their_positions(
+    place: SimpleNamespace,
+) -> None:
+    root = place.home / ".claude/skills"
+    place.write(
+        root / "fix-issue/SKILL.md",
+        "---\nname: fix-issue\ndescription: Fix a GitHub issue on a branch.\n"
+        "argument-hint: <issue> <branch>\narguments: [issue, branch, issue_title]\n---\n"
+        "Read issue #$issue (gh issue view $issue), then work on $branch; title: "
+        "$issue_title. Cost: $5 (not an argument). Typed: $ARGUMENTS.\n",
+    )
+    (found,) = discover_skills(place.project, place.env).skills
+    assert found.arguments == ("issue", "branch", "issue_title")
+    text = invoke_skill(found, "1234 fix/login")
+    assert (
+        "Read issue #1234 (gh issue view 1234), then work on fix/login; title: $issue_title. "
+        "Cost: $5 (not an argument). Typed: 1234 fix/login."
+    ) in text
+    assert "ARGUMENTS: " not in text  # the body used them
+    # `arguments: issue branch` (a string) names the same words
+    place.write(
+        root / "short/SKILL.md",
+        "---\ndescription: Short.\narguments: issue branch\n---\nOn $branch for $issue.\n",
+    )
+    short = discover_skills(place.project, place.env).get("short")
+    assert short is not None and "On main for 7.\n</skill>" in invoke_skill(short, "7 main")
+
+
+def test_disallowed_tools_and_paths_are_named_in_the_skills_warning(
+    place: SimpleNamespace,
+) -> None:
+    root = place.home / ".claude/skills"
+    path = place.write(
+        root / "loop/SKILL.md",
+        "---\nname: loop\ndescription: Poll a build until it finishes.\n"
+        "disallowed-tools: AskUserQuestion\npaths: ['ci/**']\neffort: low\nlicense: MIT\n"
+        "---\nPoll.\n",
+    )
+    found = discover_skills(place.project, place.env)
+    assert [s.name for s in found.skills] == ["loop"]
+    assert list(found.warnings) == [
+        f"{path}: skill 'loop': not honoured here: disallowed-tools (the tools it removes stay "
+        "offered while it runs (deny rules in settings.json or config.toml take a tool away)); "
+        "paths (it is offered in every conversation, not only once the agent works on a file "
+        "its paths match)"
+    ]
+
+
+def test_a_skills_model_and_allowed_tools_are_read_as_a_commands(place: SimpleNamespace) -> None:
+    root = place.home / ".claude/skills"
+    place.write(
+        root / "ship/SKILL.md",
+        "---\nname: ship\ndescription: Commit and push.\nmodel: haiku\n"
+        "allowed-tools: Bash(git add:*) Bash(git commit:*), Read\n---\nShip it.\n",
+    )
+    place.write(root / "same/SKILL.md", "---\ndescription: Same.\nmodel: inherit\n---\nx\n")
+    found = discover_skills(place.project, place.env)
+    ship, same = found.get("ship"), found.get("same")
+    assert ship is not None and same is not None
+    assert ship.model == "haiku"
+    assert ship.allowed_tools == ("Bash(git add:*)", "Bash(git commit:*)", "Read")
+    assert same.model is None and same.allowed_tools == ()

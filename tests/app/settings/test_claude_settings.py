@@ -121,6 +121,58 @@ def test_enabled_plugins_is_honoured_and_extra_marketplaces_is_a_note(
     ]
 
 
+def test_claude_md_excludes_is_honoured_and_a_value_of_another_shape_is_a_note(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write_json(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"claudeMdExcludes": ["**/packages/legacy-*/**"]},
+    )
+    assert PermissionFiles(project, env).load()["problems"] == []
+    write_json(user, {"claudeMdExcludes": "**/packages/legacy-*/**"})  # one text, not a list
+    assert PermissionFiles(project, env).load()["problems"] == [
+        f"{user}: `claudeMdExcludes`: must be a list of glob patterns "
+        '(["**/packages/legacy/**", "/abs/path/CLAUDE.md"]); it excludes nothing, so every '
+        "CLAUDE.md and rule file is read"
+    ]
+
+
+def test_claude_md_excludes_in_settings_flag_is_a_note_saying_it_is_not_taken() -> None:
+    notes = claude_settings.flag_notes(
+        "--settings (JSON)", {"claudeMdExcludes": ["**/legacy/**"], "enabledPlugins": {}}
+    )
+    assert notes == [
+        "--settings (JSON): `enabledPlugins`: not taken from --settings; plugins load when "
+        "~/.claude/settings.json enables them",
+        "--settings (JSON): `claudeMdExcludes`: not taken from --settings; every CLAUDE.md and "
+        "rule file is read — put the patterns in ~/.claude/settings.json or the project's "
+        ".claude/settings.local.json",
+    ]
+
+
+def test_auto_memory_keys_are_honoured_and_a_projects_folder_is_a_note(
+    env: dict[str, str], project: Path
+) -> None:
+    user = write_json(
+        Path(env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"autoMemoryEnabled": True, "autoMemoryDirectory": "~/notes/claude"},
+    )
+    local = write_json(
+        project / ".claude" / "settings.local.json",
+        {"autoMemoryEnabled": "no", "autoMemoryDirectory": "~/.ssh"},
+    )
+    TrustStore(trust_path(env)).set(project, True)
+    problems = PermissionFiles(project, env).load()["problems"]
+    assert keys_noted(problems, user) == []
+    assert [p for p in problems if p.startswith(f"{local}:")] == [
+        f"{local}: `autoMemoryEnabled`: must be true or false; Claude Code's auto memory is read "
+        "as if it were true",
+        f"{local}: `autoMemoryDirectory`: not taken from a project's settings (a cloned "
+        "repository could point it at any file of yours to have it read into the prompt); put "
+        "it in ~/.claude/settings.json",
+    ]
+
+
 def test_an_untrusted_projects_keys_are_not_read_so_not_noted(
     env: dict[str, str], project: Path
 ) -> None:

@@ -216,6 +216,27 @@ def test_each_field_not_honoured_says_what_happens_instead(tmp_path: Path) -> No
     assert loaded.agents["isolated"].permission_mode == "ask"
 
 
+def test_initial_prompt_is_named_and_never_glued_into_the_description(tmp_path: Path) -> None:
+    """An agent written for ``claude --agent`` (an ``initialPrompt``), whose description has an
+    unquoted ``: `` (YAML refuses the block, so it is read field by field, as Claude Code
+    reads it): the prompt is a field of its own, not text the model reads as the description,
+    and one warning says it is not sent."""
+    path = write(
+        claude_dir(tmp_path) / "triager.md",
+        "---\nname: triager\ndescription: Triage new issues. Use when: a label is missing\n"
+        "initialPrompt: Triage every issue opened since yesterday\nmodel: sonnet\n---\nTriage.\n",
+    )
+    loaded = load_definitions(env=env_for(tmp_path))
+    agent = loaded.agents["triager"]
+    assert agent.description == "Triage new issues. Use when: a label is missing"
+    assert agent.model == "sonnet"
+    assert list(loaded.warnings) == [
+        f"{path}:4: initialPrompt is not honoured: it is sent only when the agent runs as the "
+        "main session (Claude Code's --agent), which this agent has no mode for; as a subagent "
+        "it starts from the caller's prompt, as in Claude Code"
+    ]
+
+
 def test_an_isolated_plan_agent_stays_read_only(tmp_path: Path) -> None:
     path = write(
         claude_dir(tmp_path) / "planner.md",

@@ -58,7 +58,8 @@ them, with one warning naming the file."""
 _KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_.-]*)[ \t]*:(?=[ \t]|$)")
 _FIELDS = frozenset(
     {"name", "description", "tools", "disallowedTools", "model", "color", "permissionMode",
-     "skills", "hooks", "mcpServers", "memory", "maxTurns", "background", "isolation", "effort"}
+     "skills", "hooks", "mcpServers", "memory", "maxTurns", "background", "isolation", "effort",
+     "initialPrompt"}
 )  # fmt: skip
 _PROSE = frozenset({"user", "assistant", "context", "example", "examples", "commentary"})
 

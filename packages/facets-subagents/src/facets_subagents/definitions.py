@@ -83,6 +83,9 @@ NOT_USED: Mapping[str, str] = {
     "folder",
     "background": "the subagent does not run in the background; the caller waits for its "
     "report (several agent calls in one message run in parallel)",
+    "initialPrompt": "it is sent only when the agent runs as the main session (Claude Code's "
+    "--agent), which this agent has no mode for; as a subagent it starts from the caller's "
+    "prompt, as in Claude Code",
 }
 """Claude Code fields this agent reads but does not honour, and what happens instead: one
 warning each, naming the file and line (``color`` is cosmetic: no warning)."""

@@ -150,6 +150,41 @@ async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
     assert sent.endswith("\n\nARGUMENTS: the parser\n</skill>")
 
 
+async def test_a_skills_model_answers_the_turn_its_command_starts(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    """A skill's ``model:`` applies to the turn ``/NAME`` starts, as a command's does (and as
+    Claude Code runs it); the next prompt goes to the conversation's model."""
+    fast = homes["skill"].parent.parent / "fast" / "SKILL.md"
+    fast.parent.mkdir()
+    fast.write_text("---\nname: fast\ndescription: Quick.\nmodel: faux/faux-big\n---\nGo.\n")
+    script = kit.script(tmp_path, [{"text": "one"}, {"text": "two"}])
+    keeper = kit.supervisor(session, agent_env, faux_script=script)
+    seen: dict[str, Any] = {}
+
+    def answers(app: Any) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for entry in kit.entries(app):
+            if entry["kind"] == "pi.assistant" and entry.get("model"):
+                message = entry["model"][0]
+                text = "".join(b.get("text", "") for b in message["content"] if b["type"] == "text")
+                found.append((text, message["model"]))
+        return found
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: "fast" in app.tui.commands, "the commands")
+        await pilot.press(*"/fast", "enter")
+        await kit.wait_for(pilot, lambda: "one" in kit.assistant_texts(app), "the answer")
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the turn's end")
+        await pilot.press(*"again", "enter")
+        await kit.wait_for(pilot, lambda: "two" in kit.assistant_texts(app), "the next answer")
+        seen["answers"] = answers(kit.app_of(pilot))
+
+    await kit.drive(session, keeper, test)
+    assert seen["answers"] == [("one", "faux-big"), ("two", "faux-1")]
+
+
 async def test_a_template_is_in_the_palette_and_expands_its_arguments(
     kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
 ) -> None:

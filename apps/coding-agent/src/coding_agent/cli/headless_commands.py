@@ -21,7 +21,9 @@ A template's ``model:`` and ``allowed-tools:`` go with its prompt (:attr:`Expand
 :func:`~coding_agent.context.prompt_templates.send_options`): that turn runs on the command's
 model and its calls that the ``allowed-tools`` rules cover run without asking, so in ``-p`` a
 command with ``allowed-tools: Bash(git status:*)`` can run ``git status`` while any other
-command is refused as usual.
+command is refused as usual. A skill run as ``/NAME`` or ``/skill:NAME`` brings its own
+``model`` and ``allowed-tools`` the same way (as in Claude Code, where commands and skills are one
+kind).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from coding_agent.context.prompt_templates import (
     shell_commands,
 )
 from coding_agent.context.resources import FrontmatterError, Places
-from coding_agent.context.skills import discover_skills, invoke_skill
+from coding_agent.context.skills import Skill, discover_skills, invoke_skill
 
 __all__ = [
     "CheckCommand",
@@ -120,10 +122,7 @@ async def expand_prompt_command(
         skill = skills.get(head.removeprefix("skill:"))
         if skill is None:
             raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills]))
-        try:
-            return Expanded(invoke_skill(skill, args))
-        except (OSError, FrontmatterError) as error:
-            raise TemplateError(f"{skill.path}: {error}") from None
+        return _skill(skill, args, caller)
     templates = discover_templates(cwd, places=places)
     template = templates.get(head)
     if template is None:
@@ -132,10 +131,7 @@ async def expand_prompt_command(
         skills = discover_skills(cwd, places=places)
         skill = skills.command(head)
         if skill is not None:  # Claude Code's /NAME (a plugin's /PLUGIN:NAME) of a skill
-            try:
-                return Expanded(invoke_skill(skill, args))
-            except (OSError, FrontmatterError) as error:
-                raise TemplateError(f"{skill.path}: {error}") from None
+            return _skill(skill, args, caller)
         names = [
             *(t.name for t in templates.templates),
             *(n for k in skills.skills for n in k.slash_names),
@@ -149,6 +145,17 @@ async def expand_prompt_command(
     if not text:
         raise TemplateError(f"/{template.name} expands to nothing")
     options, note = send_options(template, caller, os.environ)
+    return Expanded(text, options, note)
+
+
+def _skill(skill: Skill, args: str, caller: Any) -> Expanded:
+    """``skill`` run with ``args``: its text, and its ``model`` and ``allowed-tools`` for the
+    turn (:func:`~coding_agent.context.prompt_templates.send_options`)."""
+    try:
+        text = invoke_skill(skill, args)
+    except (OSError, FrontmatterError) as error:
+        raise TemplateError(f"{skill.path}: {error}") from None
+    options, note = send_options(skill, caller, os.environ)
     return Expanded(text, options, note)
 
 

@@ -14,6 +14,14 @@ and more general first, so the most specific instructions come last and win when
     /home/me/work/repo/pkg/CLAUDE.md         # a sub-folder's files, once the agent has read or
                                              #   edited a file under it (Claude Code does this)
 
+**Auto memory.** The notes Claude Code keeps for a project by itself,
+``~/.claude/projects/<project>/memory/MEMORY.md`` (the project is the git root), are read after
+the working folder's files: the first :data:`AUTO_MEMORY_LINES` lines (at most
+:data:`AUTO_MEMORY_CHARS` characters), as Claude Code loads them at every start. This agent
+reads them and never writes them. ``autoMemoryEnabled: false`` (your settings or a trusted
+project's) or ``CLAUDE_CODE_DISABLE_AUTO_MEMORY=1`` turns them off, and ``autoMemoryDirectory``
+in your own settings moves the folder (:func:`auto_memory_file`).
+
 **Rules.** Claude Code's ``.claude/rules/**/*.md`` are read too: ``~/.claude/rules/`` right after
 ``~/.claude/CLAUDE.md``, and each folder's ``.claude/rules/`` right after its
 ``.claude/CLAUDE.md``. A rule with ``paths:`` in its front matter is read only once the agent
@@ -27,7 +35,9 @@ once.
 ``@/abs/file.md``; relative to the importing file; not inside code spans or fenced blocks) adds
 that file right after the one importing it, and so on up to :data:`MAX_IMPORT_DEPTH` levels. An
 import cycle, a missing file or one deeper than that is left as written and reported. The
-``@path`` text stays in the file (the model sees where the imported text came from).
+``@path`` text stays in the file (the model sees where the imported text came from). A file
+that is not text (``@docs/diagram.png``, ``@spec.pdf``: NUL bytes in it) is not read and is
+reported.
 
 A project's files import only files inside the project (a cloned repository's ``@~/.ssh/id_rsa``
 must not put your key into the prompt); your own memory files may import any file you own. For
@@ -35,6 +45,21 @@ the same reason a project's context file that is a symlink leading outside the p
 (``CLAUDE.md -> ../../.ssh/id_rsa``, which git clones as a link) is not read, and a file where
 credentials are kept (``pico3.DEFAULT_DENY_READ``, this agent's ``config.toml``, Claude Code's
 ``settings.json``) is never read, whoever links or imports it.
+
+**HTML comments are hidden.** ``<!-- notes for the people maintaining the file -->`` is taken
+out of the text the model is sent, as Claude Code hides it when it injects a ``CLAUDE.md``
+(:func:`hide_html_comments`; a comment inside a fenced block or a code span is code and stays,
+and an ``@path`` inside a comment is not imported). The file itself is unchanged: the ``read``
+tool shows the comments, as Claude Code's Read tool does. A file that is nothing but comments
+adds nothing.
+
+**Excluded files.** Claude Code's ``claudeMdExcludes`` (glob patterns of absolute paths, such
+as ``**/packages/legacy/**``, in your ``~/.claude/settings.json`` or a trusted project's
+``.claude/settings.json`` / ``settings.local.json``:
+:func:`~coding_agent.settings.claude_settings.claude_md_excludes`) leaves out every context,
+rule or imported file a pattern matches (the path as found or the file it links to), each listed
+as skipped with the pattern and the settings file. A project's patterns leave out only the
+project's own files.
 
 **Whose files are read.** The folders from the project root down (:func:`~coding_agent.settings.
 trust.project_root_for`: the git root, or the working folder) are the project's, and their files
@@ -65,15 +90,37 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from coding_agent.context.memory_rules import RULES_FOLDER, matching, rule_files, rule_scope
-from coding_agent.settings.trust import folder_owner, folder_problem, project_root_for
-from coding_agent.settings.xdg import claude_home, config_home, pi_home
+from coding_agent.context.memory_rules import (
+    RULES_FOLDER,
+    glob_pattern,
+    matching,
+    rule_files,
+    rule_scope,
+)
+from coding_agent.settings.claude_plugins import plugin_settings_files
+from coding_agent.settings.claude_settings import (
+    auto_memory_setting,
+    claude_md_excludes,
+    settings_json,
+)
+from coding_agent.settings.trust import (
+    TrustError,
+    TrustStore,
+    folder_owner,
+    folder_problem,
+    is_trusted,
+    project_root_for,
+    trust_path,
+)
+from coding_agent.settings.xdg import claude_home, claude_project_folder, config_home, pi_home
 
 if TYPE_CHECKING:  # start-up time: pico3.turn (the harness's turn machinery) loads where a
     # session's prompt is built, not in the TUI, whose commands read these modules too
     from pico3 import SystemSection
 
 __all__ = [
+    "AUTO_MEMORY_CHARS",
+    "AUTO_MEMORY_LINES",
     "CONTEXT_FILE_NAMES",
     "MAX_FILE_CHARS",
     "MAX_IMPORT_DEPTH",
@@ -81,9 +128,11 @@ __all__ = [
     "ContextFile",
     "ContextFiles",
     "SkippedFile",
+    "auto_memory_file",
     "context_file_problem",
     "context_files_section",
     "find_context_files",
+    "hide_html_comments",
     "render_context_files",
     "scan_context_files",
     "touched_folders",
@@ -104,8 +153,18 @@ MAX_IMPORT_DEPTH = 5
 
 SECTION_KEY = "context-files"
 
+AUTO_MEMORY_LINES = 200
+"""How many lines of Claude Code's auto memory (``MEMORY.md``) are read (Claude Code's number)."""
+
+AUTO_MEMORY_CHARS = 25_000
+"""The most characters of it read (Claude Code's 25 KB), when its first lines are longer."""
+
 _FENCE = re.compile(r"^(```|~~~).*?^\1", re.M | re.S)
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
+_HIDDEN = re.compile(r"(^(```|~~~).*?^\2[^\n]*$)|(`[^`\n]*`)|(<!--.*?-->[ \t]*\n?)", re.M | re.S)
+"""A fenced block or a code span (kept as they are) or an HTML comment (hidden), leftmost
+first, so a comment-like text in code is never taken for a comment and a fence inside a
+comment is hidden with it."""
 _IMPORT = re.compile(r"(?:(?<=\s)|^)@((?:~/|/|\.{1,2}/)?[\w.~-][\w./~-]*)", re.M)
 
 
@@ -201,6 +260,16 @@ def _credentials(real: str, home: Path, env: Mapping[str, str]) -> str | None:
     return None
 
 
+def hide_html_comments(text: str) -> str:
+    """``text`` without its HTML comments (``<!-- ... -->``, one line or several), as Claude
+    Code hides them from the model when it injects a ``CLAUDE.md`` or a rule: notes for the
+    file's maintainers cost no context. A comment inside a fenced block (```` ``` ````/``~~~``)
+    or a code span is part of the code and stays; an unclosed ``<!--`` stays as written."""
+    if "<!--" not in text:
+        return text
+    return _HIDDEN.sub(lambda match: "" if match.group(4) else match.group(0), text)
+
+
 def _imports(text: str) -> list[str]:
     """The ``@path`` imports of ``text``, outside fenced blocks and code spans, in order."""
     prose = _CODE_SPAN.sub("", _FENCE.sub("", text))
@@ -227,6 +296,24 @@ class _Scan:
         self.skipped: list[SkippedFile] = []
         self._seen: set[str] = set()
         self._texts: set[str] = set()
+        self.settings = _claude_settings(root, home, env)
+        """Your Claude Code settings and a trusted project's: ``(file, its JSON)``."""
+        self.excludes = [
+            (glob_pattern(written), written, source, project)
+            for written, source, project in claude_md_excludes(self.settings, root)
+        ]
+        """``claudeMdExcludes``: ``(pattern, its text, settings file, project's only)``."""
+
+    def excluded(self, candidate: Path, real: str) -> str | None:
+        """Why ``candidate`` (whose real path is ``real``) is left out by a
+        ``claudeMdExcludes`` pattern, or ``None``."""
+        shown = (os.path.abspath(candidate).lstrip("/"), real.lstrip("/"))
+        for pattern, written, source, project_only in self.excludes:
+            if project_only and not self.inside(Path(os.path.abspath(candidate))):
+                continue
+            if any(pattern.fullmatch(path) for path in shown):
+                return f"excluded by claudeMdExcludes {written!r} in {source}"
+        return None
 
     def inside(self, path: Path) -> bool:
         return path == self.root or self.root in path.parents
@@ -245,6 +332,7 @@ class _Scan:
         depth: int = 0,
         chain: tuple[str, ...] = (),
         rule_base: Path | None = None,
+        head: bool = False,
     ) -> None:
         """Read ``candidate`` (when it exists and may be read) and then its imports. With
         ``rule_base`` it is a rule file (:meth:`add_rules`): its front matter decides."""
@@ -253,6 +341,9 @@ class _Scan:
         real = os.path.realpath(candidate)
         if real in self._seen:
             return  # a link to a file already read, or an import of one
+        if (why := self.excluded(candidate, real)) is not None:
+            self.skipped.append(SkippedFile(str(candidate), why))
+            return
         if (held := _credentials(real, self.home, self.env)) is not None:
             problem: str | None = (
                 f"it leads to {real}, in {held}, where credentials are kept: a context file "
@@ -272,6 +363,15 @@ class _Scan:
             self.skipped.append(SkippedFile(str(candidate), problem))
             return
         text = _read(candidate)
+        if text is not None and "\x00" in text:
+            self.skipped.append(
+                SkippedFile(
+                    str(candidate),
+                    "not a text file (it holds NUL bytes: an image, a PDF, an archive); it is "
+                    "not put into the prompt, as Claude Code leaves such an import out",
+                )
+            )
+            return
         if text is not None and rule_base is not None:
             try:
                 globs, text = rule_scope(text)
@@ -282,6 +382,10 @@ class _Scan:
             if globs and match is None:
                 return  # read once the agent works on a file its paths match
             reason = f"{reason}, for {match}" if match else reason
+        if text is not None and head:
+            text = _head(text, candidate.name)
+        if text is not None:
+            text = hide_html_comments(text)
         if text is None or not text.strip():
             return
         self._seen.add(real)
@@ -325,6 +429,52 @@ class _Scan:
             self.add(target, f"imported by {importer}", depth=depth + 1, chain=chain)
 
 
+def _claude_settings(
+    root: Path, home: Path, env: Mapping[str, str]
+) -> list[tuple[Path, dict[str, Any]]]:
+    """Your Claude Code settings file and, when the project at ``root`` is trusted, its own
+    (:func:`~coding_agent.settings.claude_plugins.plugin_settings_files`), each with its JSON
+    (a file that is missing or broken is left out: the permission rules' loader reports it)."""
+    claude = claude_home({**env, "HOME": str(home)})
+    try:
+        trusted = folder_problem(root) is None and is_trusted(root, TrustStore(trust_path(env)))
+    except TrustError:  # a broken trust file trusts nothing (it is reported where it is read)
+        trusted = False
+    return [
+        (path, data)
+        for path in plugin_settings_files(claude, root, trusted)
+        if (data := settings_json(path)) is not None
+    ]
+
+
+def auto_memory_file(
+    root: Path, env: Mapping[str, str], settings: list[tuple[Path, dict[str, Any]]]
+) -> Path | None:
+    """The ``MEMORY.md`` of Claude Code's auto memory for the project at ``root`` (module
+    docstring), or ``None`` when ``settings`` (:func:`_claude_settings`) or
+    ``CLAUDE_CODE_DISABLE_AUTO_MEMORY`` turn it off."""
+    if env.get("CLAUDE_CODE_DISABLE_AUTO_MEMORY", "").strip().lower() in ("1", "true", "yes"):
+        return None
+    home = env.get("HOME", "")
+    enabled, folder = auto_memory_setting(settings, root, Path(home) if home else None)
+    if not enabled:
+        return None
+    return (folder or claude_project_folder(root, env) / "memory") / "MEMORY.md"
+
+
+def _head(text: str, name: str) -> str:
+    """The first :data:`AUTO_MEMORY_LINES` lines of ``text`` (at most :data:`AUTO_MEMORY_CHARS`
+    characters), with a note when there was more."""
+    lines = text.splitlines(keepends=True)
+    kept = "".join(lines[:AUTO_MEMORY_LINES])[:AUTO_MEMORY_CHARS]
+    if len(kept) == len(text):
+        return text
+    return (
+        f"{kept.rstrip()}\n\n[{name}: only its first {AUTO_MEMORY_LINES} lines (at most "
+        f"{AUTO_MEMORY_CHARS} characters) are read; the rest is in the file]"
+    )
+
+
 def _user_files(env: Mapping[str, str], home: Path) -> list[tuple[Path, str]]:
     pi = pi_home({**env, "HOME": str(home)})
     pi_file = pi / "AGENTS.md" if (pi / "AGENTS.md").is_file() else pi / "CLAUDE.md"
@@ -363,6 +513,9 @@ def scan_context_files(
             scan.add(folder / name, f"{where} ({folder})")
             if name == ".claude/CLAUDE.md":
                 scan.add_rules(folder / ".claude", folder, f"{where}'s rules ({folder})")
+    memory = auto_memory_file(scan.root, {**environ, "HOME": str(home)}, scan.settings)
+    if memory is not None:
+        scan.add(memory, "your Claude Code auto memory for this project", head=True)
     below: set[Path] = set()
     for path in worked:
         path = path if path.is_dir() else path.parent

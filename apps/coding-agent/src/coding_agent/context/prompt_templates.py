@@ -70,7 +70,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from coding_agent.context.folders import markdown_files
 from coding_agent.context.mentions import MAX_INCLUDED_CHARS, fenced
@@ -78,8 +78,11 @@ from coding_agent.context.resources import (
     FrontmatterError,
     Places,
     argument_hint,
+    argument_names,
+    not_honoured,
     read_frontmatter,
     read_text,
+    tool_rules,
 )
 from coding_agent.settings.trust import project_root_for
 
@@ -89,6 +92,7 @@ __all__ = [
     "PromptTemplate",
     "TemplateError",
     "TemplateSet",
+    "TurnSettings",
     "bash_allowed",
     "discover_templates",
     "expand_template",
@@ -129,6 +133,9 @@ class PromptTemplate:
     allowed_tools: tuple[str, ...] = field(default=())
     """``allowed-tools:`` in the frontmatter: permission rules the command's turn may use
     without asking (:func:`send_options`), and its ``!`cmd``` lines (:func:`bash_allowed`)."""
+    arguments: tuple[str, ...] = ()
+    """``arguments:`` in the frontmatter: ``$name`` in the body is the word typed at that
+    position (``arguments: [issue, branch]``: ``$issue`` is ``$1``)."""
     in_project: bool = False
     """Whether the file is a project's (its ``@path`` includes stay inside the project)."""
     alias: bool = False
@@ -194,9 +201,9 @@ def _load(
         warnings.append(f"{path}: 'description' should be text; the first line is used")
         description = None
     model: Any = meta.get("model")
-    tools: Any = meta.get("allowed-tools", ())
-    if isinstance(tools, str):
-        tools = [part.strip() for part in re.split(r",(?![^()]*\))", tools) if part.strip()]
+    ignored = not_honoured(meta, command=True)
+    if ignored:
+        warnings.append(f"{path}: command /{name}: not honoured here: " + "; ".join(ignored))
     described = " ".join(description.split()) if description else _first_line(body)
     return PromptTemplate(
         name,
@@ -206,9 +213,8 @@ def _load(
         path.resolve(),
         source,
         model=str(model) if model else None,
-        allowed_tools=tuple(str(tool) for tool in tools)
-        if isinstance(tools, (list, tuple))
-        else (),  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        allowed_tools=tool_rules(meta),
+        arguments=argument_names(meta),
         in_project=in_project,
     )
 
@@ -296,12 +302,20 @@ def split_arguments(args: str) -> list[str]:
         return args.split()
 
 
-def _substitute(text: str, args: str) -> str:
+def _substitute(text: str, args: str, names: tuple[str, ...] = ()) -> str:
+    """``text`` with the placeholders (module docstring) of ``args`` substituted, and
+    ``$name`` of each of ``names`` (the template's ``arguments``) as the word at its position
+    (a missing one is empty, as a missing ``$N``), in one pass: substituted text is never
+    expanded again."""
     words = split_arguments(args)
     joined = " ".join(words)
     typed = args.strip()
 
     def substitute(match: re.Match[str]) -> str:
+        named = match.group("name") if names else None
+        if named is not None:
+            index = names.index(named)
+            return words[index] if index < len(words) else ""
         token = match.group(1)
         if token is None:  # pi's ${@:N} / ${@:N:L}: the words from the N-th (L of them)
             start = max(int(match.group(2)) - 1, 0)
@@ -315,7 +329,16 @@ def _substitute(text: str, args: str) -> str:
         index = int(token) - 1
         return words[index] if index < len(words) else ""
 
-    return _PLACEHOLDER.sub(substitute, text)
+    return _placeholders(names).sub(substitute, text)
+
+
+def _placeholders(names: tuple[str, ...]) -> re.Pattern[str]:
+    """:data:`_PLACEHOLDER`, and ``$name`` for each of ``names`` (the longest first, so
+    ``$issue_id`` is not ``$issue`` followed by ``_id``), its groups numbered as before."""
+    if not names:
+        return _PLACEHOLDER
+    named = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.compile(rf"{_PLACEHOLDER.pattern}|\$(?P<name>{named})(?!\w)")
 
 
 _COMPOUND = re.compile(r"[;&|`<>\n]|\$\(")
@@ -344,11 +367,26 @@ def bash_allowed(template: PromptTemplate, command: str) -> bool:
     return False
 
 
+class TurnSettings(Protocol):
+    """What a command brings to the turn it starts: a :class:`PromptTemplate`, or a skill run
+    as ``/NAME`` (:class:`~coding_agent.context.skills.Skill`, whose ``model`` and
+    ``allowed-tools`` apply as a command's, as in Claude Code)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def path(self) -> Path: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def allowed_tools(self) -> tuple[str, ...]: ...
+
+
 def send_options(
-    template: PromptTemplate, caller: Any, env: Mapping[str, str]
+    template: TurnSettings, caller: Any, env: Mapping[str, str]
 ) -> tuple[dict[str, Any], str | None]:
-    """The extra members of the command's prompt's send (``{"model"?, "allow"?}``, see the
-    module docstring) and a note when its ``model:`` alias has no model on the caller's
+    """The extra members of the command's (or skill's) prompt's send (``{"model"?,
+    "allow"?}``, see the module docstring) and a note when its ``model:`` alias has no model on the caller's
     provider (the conversation's model answers then). ``caller`` is the conversation's
     ``config.model`` (``{"provider", "modelId"}``); ``env`` holds Claude Code's
     ``ANTHROPIC_DEFAULT_*_MODEL`` variables."""
@@ -373,7 +411,8 @@ def shell_commands(template: PromptTemplate | str, args: str = "") -> list[str]:
     """The commands of the template's ``!`cmd``` markers, arguments substituted, in order: what
     the caller runs (after asking) before :func:`expand_template`."""
     body = template.body if isinstance(template, PromptTemplate) else template
-    return [_substitute(match.group(1), args) for match in _SHELL.finditer(body)]
+    names = template.arguments if isinstance(template, PromptTemplate) else ()
+    return [_substitute(match.group(1), args, names) for match in _SHELL.finditer(body)]
 
 
 def _include(name: str, cwd: Path, in_project: bool) -> str | None:
@@ -409,20 +448,23 @@ def expand_template(
     body = template.body if isinstance(template, PromptTemplate) else template
     in_project = template.in_project if isinstance(template, PromptTemplate) else True
     name = f"/{template.name}" if isinstance(template, PromptTemplate) else "the template"
+    names = template.arguments if isinstance(template, PromptTemplate) else ()
     folder = Path(cwd).expanduser().resolve() if cwd is not None else None
     given = outputs or {}
     pieces: list[str] = []
     last = 0
     for match in _SHELL.finditer(body):
-        pieces.append(_expand_text(body[last : match.start()], args, folder, in_project, name))
-        command = _substitute(match.group(1), args)
+        pieces.append(
+            _expand_text(body[last : match.start()], args, folder, in_project, name, names)
+        )
+        command = _substitute(match.group(1), args, names)
         if command not in given:
             raise TemplateError(f"{name} runs `{command}` first, and it was not run")
         pieces.append(given[command].rstrip("\n"))
         last = match.end()
-    pieces.append(_expand_text(body[last:], args, folder, in_project, name))
+    pieces.append(_expand_text(body[last:], args, folder, in_project, name, names))
     text = "".join(pieces).strip()
-    return with_unused_arguments(text, args, used=bool(_PLACEHOLDER.search(body)))
+    return with_unused_arguments(text, args, used=bool(_placeholders(names).search(body)))
 
 
 def with_unused_arguments(text: str, args: str, *, used: bool) -> str:
@@ -435,9 +477,11 @@ def with_unused_arguments(text: str, args: str, *, used: bool) -> str:
     return f"{text}\n\nARGUMENTS: {args}".strip()
 
 
-def _expand_text(text: str, args: str, cwd: Path | None, in_project: bool, name: str) -> str:
+def _expand_text(
+    text: str, args: str, cwd: Path | None, in_project: bool, name: str, names: tuple[str, ...]
+) -> str:
     if cwd is None:
-        return _substitute(text, args)
+        return _substitute(text, args, names)
     out: list[str] = []
     last = 0
     for match in _INCLUDE.finditer(text):
@@ -447,8 +491,8 @@ def _expand_text(text: str, args: str, cwd: Path | None, in_project: bool, name:
             raise TemplateError(f"{name}: {error}") from None
         if included is None:
             continue
-        out.append(_substitute(text[last : match.start()], args))
+        out.append(_substitute(text[last : match.start()], args, names))
         out.append(included)
         last = match.end()
-    out.append(_substitute(text[last:], args))
+    out.append(_substitute(text[last:], args, names))
     return "".join(out)

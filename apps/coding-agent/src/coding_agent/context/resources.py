@@ -19,7 +19,10 @@ which the callers turn into a warning naming the file.
 Claude Code tolerates frontmatter YAML refuses (``argument-hint: [pr-number] [priority]`` is
 two flow lists on one line): :func:`read_frontmatter` reads such a block line by line as
 ``key: value`` text, as Claude Code does, and says so in a note the caller shows.
-:func:`argument_hint` reads a command's or a skill's ``argument-hint`` as the text to show.
+:func:`argument_hint` reads a command's or a skill's ``argument-hint`` as the text to show,
+:func:`argument_names` its ``arguments`` (the names of ``$name``), :func:`tool_rules` its
+``allowed-tools``, and :func:`not_honoured` names the fields of Claude Code's that this agent
+reads in neither (:data:`NOT_HONOURED`), for the one warning per file.
 """
 
 from __future__ import annotations
@@ -45,12 +48,16 @@ from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
 __all__ = [
     "MAX_RESOURCE_CHARS",
+    "NOT_HONOURED",
     "FrontmatterError",
     "Places",
     "argument_hint",
+    "argument_names",
+    "not_honoured",
     "read_frontmatter",
     "read_text",
     "split_frontmatter",
+    "tool_rules",
 ]
 
 MAX_RESOURCE_CHARS = 200_000
@@ -161,6 +168,73 @@ def argument_hint(meta: Mapping[str, Any]) -> str:
     elif isinstance(hint, (int, float)) and not isinstance(hint, bool):
         hint = str(hint)
     return " ".join(hint.split()) if isinstance(hint, str) else ""
+
+
+_ARGUMENT_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RULE_SEPARATOR = re.compile(r"[,\s]+(?![^()]*\))")
+"""A comma or blank between two rules, not inside a rule's parentheses (``Bash(git log:*)``)."""
+
+
+def argument_names(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``arguments`` of a command's or a skill's frontmatter: the names ``$name`` stands for
+    in its body, in the order of the words typed after the command (``arguments: [issue,
+    branch]`` or ``arguments: issue branch``: ``$issue`` is the first word). A name that is not
+    one (``ARGUMENTS``, a number, ``my-arg``) is left out."""
+    value: Any = meta.get("arguments")
+    items: list[Any] = (
+        value.replace(",", " ").split() if isinstance(value, str) else value  # pyright: ignore[reportUnknownMemberType]
+        if isinstance(value, list) else []
+    )  # fmt: skip
+    names = [str(item).strip() for item in items if isinstance(item, str)]
+    return tuple(
+        dict.fromkeys(n for n in names if _ARGUMENT_NAME.fullmatch(n) and n != "ARGUMENTS")
+    )
+
+
+def tool_rules(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``allowed-tools`` of a command's or a skill's frontmatter as permission rules: a YAML
+    list, or a string of rules separated by commas or blanks (``Read, Grep``, ``Read Grep`` and
+    ``Bash(git add:*) Bash(git commit:*)`` as Claude Code and the Agent Skills format write
+    them; a blank inside parentheses is part of the rule)."""
+    value: Any = meta.get("allowed-tools", ())
+    if isinstance(value, str):
+        return tuple(part for part in _RULE_SEPARATOR.split(value.strip()) if part)
+    if isinstance(value, list):
+        return tuple(str(item).strip() for item in value if str(item).strip())  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return ()
+
+
+NOT_HONOURED: dict[str, str] = {
+    "context": "it runs in the conversation that loads it, not in a forked subagent",
+    "agent": "it runs in the conversation that loads it, not in a subagent",
+    "hooks": "its hooks do NOT run; put them in the hooks of ~/.claude/settings.json",
+    "disallowed-tools": "the tools it removes stay offered while it runs (deny rules in "
+    "settings.json or config.toml take a tool away)",
+    "shell": "a skill's !`command` lines are not run; the model reads them as written",
+    "paths": "it is offered in every conversation, not only once the agent works on a file "
+    "its paths match",
+}
+"""Claude Code's command and skill front-matter fields this agent does not honour and whose
+absence changes what runs or what the model is offered, each with what happens instead; a file
+setting any is one warning naming them (it still loads): :func:`not_honoured`. Commands run
+their ``!`command``` lines (so ``shell`` is not named for them) and are never offered to the
+model (nor ``paths``). ``model``, ``allowed-tools``, ``argument-hint``, ``arguments``,
+``disable-model-invocation``, ``user-invocable`` and ``when_to_use`` are honoured; ``effort``
+and ``version``, ``license`` and ``metadata`` (the Agent Skills format's) are accepted without
+a warning: ignoring them keeps the conversation's thinking level or changes nothing."""
+
+_COMMAND_HONOURS = ("shell", "paths")
+
+
+def not_honoured(meta: Mapping[str, Any], *, command: bool = False) -> list[str]:
+    """``"field (what happens instead)"`` for each field of :data:`NOT_HONOURED` that ``meta``
+    (a skill's frontmatter, or a command's when ``command``) sets."""
+    skip = _COMMAND_HONOURS if command else ()
+    return [
+        f"{key} ({why})"
+        for key, why in NOT_HONOURED.items()
+        if key not in skip and meta.get(key) not in (None, "", [], {}, False)
+    ]
 
 
 class Places(msgspec.Struct, frozen=True):

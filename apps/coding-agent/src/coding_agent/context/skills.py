@@ -38,8 +38,13 @@ explicitly (:func:`invoke_skill` builds the message), and so does ``/NAME [args]
 Code, where skills are slash commands, unless a command or prompt template has that name or the
 skill says ``user-invocable: false``. A skill with
 ``disable-model-invocation: true`` is left out of the system prompt and only runs that way.
-Claude Code's ``context: fork``, ``agent`` and ``hooks`` (:data:`NOT_HONOURED`) and
-``!`command``` lines are one warning per skill, naming each with what happens instead.
+The listing shows a skill's ``when_to_use`` after its description, as Claude Code's does.
+``/NAME`` and ``/skill:NAME`` take the skill's ``model`` and ``allowed-tools`` for the turn they
+start, as a command's (:func:`~coding_agent.context.prompt_templates.send_options`; the model
+loading a skill by itself reads its file: no grant), and its ``arguments`` name the words typed
+after it (``$issue``: :func:`invoke_skill`). Claude Code's ``context: fork``, ``agent``,
+``hooks``, ``disallowed-tools`` and ``paths`` (:data:`NOT_HONOURED`) and ``!`command``` lines
+are one warning per skill, naming each with what happens instead.
 
 **Validation** follows the Agent Skills rules, as pi does: ``name`` is 1–64 characters of
 lowercase letters, digits and hyphens (no leading, trailing or doubled hyphen) and should match
@@ -66,11 +71,15 @@ import msgspec
 from coding_agent.context.folders import SKILL_FILE, skill_files
 from coding_agent.context.prompt_templates import split_arguments, with_unused_arguments
 from coding_agent.context.resources import (
+    NOT_HONOURED,
     FrontmatterError,
     Places,
     argument_hint,
+    argument_names,
+    not_honoured,
     read_frontmatter,
     read_text,
+    tool_rules,
 )
 
 __all__ = [
@@ -104,25 +113,12 @@ MAX_DESCRIPTION = 1024
 
 _NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
-_ARGUMENT = re.compile(r"\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS\b|\$(\d+)(?!\d)")
+_ARGUMENT = re.compile(r"\$ARGUMENTS\[(?P<at>\d+)\]|\$ARGUMENTS\b|\$(?P<word>\d+)(?!\d)")
 """Claude Code's skill placeholders: ``$ARGUMENTS`` (as typed), ``$ARGUMENTS[N]`` and ``$N``
 (the N-th word, counted from 0, quotes grouping words)."""
 
 _INJECTION = re.compile(r"(?:^|\s)!`[^`\n]+`")
 """Claude Code's dynamic context in a skill: ``!`git status``` runs before the model reads it."""
-
-NOT_HONOURED: dict[str, str] = {
-    "context": "it runs in the conversation that loads it, not in a forked subagent",
-    "agent": "it runs in the conversation that loads it, not in a subagent",
-    "hooks": "its hooks do NOT run; put them in the hooks of ~/.claude/settings.json",
-    "shell": "a skill's !`command` lines are not run; the model reads them as written",
-}
-"""Claude Code's skill front-matter fields this agent does not honour and whose absence changes
-what runs, each with what happens instead; a skill setting any is one warning naming them (it
-still loads). ``allowed-tools`` (its calls ask as any other), ``model``, ``effort``,
-and ``user-invocable`` are accepted without a warning: ignoring them only makes a call ask,
-or keeps the conversation's model, so a plugin's skills do not each warn at every start
-(``user-invocable: false`` and ``argument-hint`` are honoured: :attr:`Skill.argument_hint`)."""
 
 
 class Skill(msgspec.Struct, frozen=True):
@@ -142,6 +138,19 @@ class Skill(msgspec.Struct, frozen=True):
     argument_hint: str = ""
     """``argument-hint`` in the frontmatter (``[pr-number] [priority]``): what its commands'
     arguments are, shown after the name in the palette as Claude Code shows it."""
+    when_to_use: str = ""
+    """``when_to_use`` in the frontmatter (trigger phrases, example requests): the model's
+    listing shows it after the description, as Claude Code's does (the palette shows only the
+    description)."""
+    arguments: tuple[str, ...] = ()
+    """``arguments`` in the frontmatter: ``$name`` in the body is the word typed at that
+    position (:func:`invoke_skill`)."""
+    model: str | None = None
+    """``model`` in the frontmatter: the model of the turn ``/NAME`` starts, as a command's
+    (:func:`~coding_agent.context.prompt_templates.send_options`)."""
+    allowed_tools: tuple[str, ...] = ()
+    """``allowed-tools`` in the frontmatter: permission rules the calls of the turn ``/NAME``
+    starts may use without asking, as a command's."""
 
     @property
     def folder(self) -> Path:
@@ -256,16 +265,21 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
             f"{path}: the description is longer than {MAX_DESCRIPTION} characters (the Agent "
             "Skills limit); the skill loads with all of it"
         )
-    ignored = [f"{key} ({why})" for key, why in NOT_HONOURED.items() if meta.get(key) is not None]
+    when: Any = meta.get("when_to_use")
+    ignored = not_honoured(meta)
     if _INJECTION.search(body):
         ignored.append("!`command` lines (they are not run; the model reads them as written)")
     if ignored:
         warnings.append(f"{path}: skill {name!r}: not honoured here: " + "; ".join(ignored))
     disabled = meta.get("disable-model-invocation") is True
     hidden = meta.get("user-invocable") is False
+    model: Any = meta.get("model")
     return Skill(
         name, description, path.resolve(), source, model_invocable=not disabled,
         user_invocable=not hidden, argument_hint=argument_hint(meta),
+        arguments=argument_names(meta), allowed_tools=tool_rules(meta),
+        model=str(model).strip() if model and str(model).strip() != "inherit" else None,
+        when_to_use=" ".join(when.split()) if isinstance(when, str) else "",
     )  # fmt: skip
 
 
@@ -311,7 +325,11 @@ def discover_skills(
 def skills_section_value(skills: SkillSet) -> dict[str, Any] | None:
     """The ``skills`` section's value: the skills the model may load (``None``: none)."""
     listed = [
-        {"name": s.name, "description": s.description, "location": str(s.path)}
+        {
+            "name": s.name,
+            "description": f"{s.description} {s.when_to_use}".strip(),
+            "location": str(s.path),
+        }
         for s in skills.skills
         if s.model_invocable
     ]
@@ -348,8 +366,9 @@ def render_skills_section(value: Any) -> str:
 def invoke_skill(skill: Skill, args: str = "") -> str:
     """The user message ``/skill:NAME args`` sends: the skill's body in a ``<skill>`` block,
     with Claude Code's substitutions: ``${CLAUDE_SKILL_DIR}`` is the skill's folder,
-    ``$ARGUMENTS`` the arguments as typed, ``$ARGUMENTS[N]`` and ``$N`` the N-th word (from 0;
-    a missing one is left as written, as Claude Code does). A body naming no argument gets
+    ``$ARGUMENTS`` the arguments as typed, ``$ARGUMENTS[N]`` and ``$N`` the N-th word (from 0),
+    and ``$name`` of a name in the frontmatter's ``arguments`` the word at its position (a
+    missing word is left as written, as Claude Code does). A body naming no argument gets
     them at its end, inside the block, as ``ARGUMENTS: …``: Claude Code appends them to the
     skill's content so, as it does a command's
     (:func:`~coding_agent.context.prompt_templates.with_unused_arguments`). Raises ``OSError``
@@ -359,19 +378,33 @@ def invoke_skill(skill: Skill, args: str = "") -> str:
     body = body.strip().replace("${CLAUDE_SKILL_DIR}", str(skill.folder))
     args = args.strip()
     words = split_arguments(args)
+    pattern = _argument_pattern(skill.arguments)
 
     def argument(match: re.Match[str]) -> str:
-        index = match.group(1) or match.group(2)
+        named = match.group("name") if skill.arguments else None
+        if named is not None:
+            index = skill.arguments.index(named)
+            return words[index] if index < len(words) else match.group(0)
+        index = match.group("at") or match.group("word")
         if index is None:
             return args
         return words[int(index)] if int(index) < len(words) else match.group(0)
 
-    used = bool(_ARGUMENT.search(body))
-    body = with_unused_arguments(_ARGUMENT.sub(argument, body), args, used=used)
+    used = bool(pattern.search(body))
+    body = with_unused_arguments(pattern.sub(argument, body), args, used=used)
     return (
         f'<skill name="{_escape(skill.name)}" location="{_escape(str(skill.path))}">\n'
         f"References are relative to {skill.folder}.\n\n{body}\n</skill>"
     )
+
+
+def _argument_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """:data:`_ARGUMENT`, and ``$name`` for each of ``names`` (a skill's ``arguments``; the
+    longest first, so ``$issue_id`` is not ``$issue`` followed by ``_id``)."""
+    if not names:
+        return _ARGUMENT
+    named = "|".join(re.escape(name) for name in sorted(names, key=len, reverse=True))
+    return re.compile(rf"\$(?P<name>{named})(?!\w)|{_ARGUMENT.pattern}")
 
 
 # -- the ``skills`` harness service ---------------------------------------------------------------

@@ -45,7 +45,7 @@ from coding_agent.session_files.folders import (
 )
 from coding_agent.session_files.index import NAME_LIMIT, set_session_name
 from coding_agent.session_files.private import PRIVATE_FILE
-from coding_agent.settings.xdg import claude_home, pi_home
+from coding_agent.settings.xdg import claude_project_folder, pi_home
 from pico3 import write_atomic
 
 __all__ = [
@@ -213,7 +213,7 @@ def _pi_folder(cwd: Path, env: Mapping[str, str] | None) -> Path:
 
 
 def _claude_folder(cwd: Path, env: Mapping[str, str] | None) -> Path:
-    return claude_home(env) / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(cwd))
+    return claude_project_folder(cwd, env)
 
 
 def importable_sessions(cwd: Path, env: Mapping[str, str] | None = None) -> list[Importable]:

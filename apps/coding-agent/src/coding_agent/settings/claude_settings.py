@@ -37,6 +37,16 @@ A Claude Code user's settings files (``~/.claude/settings.json``, a trusted proj
 * ``enabledPlugins`` — which of the Claude Code plugins installed in ``~/.claude/plugins`` load
   (:mod:`coding_agent.settings.claude_plugins`: their commands, skills, agents, hooks and MCP
   servers; a project's file counts only in a trusted project);
+* ``claudeMdExcludes`` — glob patterns (matched against a file's absolute path, ``**/`` for
+  anywhere) of ``CLAUDE.md``, ``CLAUDE.local.md``, rule and imported files not to read
+  (:func:`claude_md_excludes`, which :mod:`coding_agent.context.context_files` applies; the
+  patterns of every file add up). Yours exclude any file; a trusted project's only the
+  project's own files (a cloned repository does not switch off your ``~/.claude/CLAUDE.md``).
+  A value that is not a list of texts is a note, and excludes nothing;
+* ``autoMemoryEnabled`` (``false`` turns off reading Claude Code's auto memory, from your file
+  or a trusted project's) and ``autoMemoryDirectory`` (the folder of it, from your own file
+  only: a project's is a note): :func:`auto_memory_setting`, which
+  :mod:`coding_agent.context.context_files` applies; a value of another type is a note;
 * ``$schema`` — an editor's hint, nothing to do.
 
 Every other key is **one note** (:func:`unread_keys`) naming the file, the key and what to do
@@ -54,7 +64,8 @@ commands the user approved as harmless; the note says to export them before star
 
 Claude Code's ``--settings FILE_OR_JSON`` (:mod:`coding_agent.settings.run_options`) is read as
 your own file for one run, with the same notes (:func:`flag_notes`), but for
-``permissions.defaultMode`` and ``enabledPlugins``, which it does not set (a note each).
+``permissions.defaultMode``, ``enabledPlugins`` and ``claudeMdExcludes``, which it does not set
+(a note each).
 """
 
 from __future__ import annotations
@@ -69,10 +80,13 @@ __all__ = [
     "RESTRICTIONS",
     "approve_allow_disabled",
     "auto_disabled",
+    "auto_memory_setting",
+    "claude_md_excludes",
     "default_mode",
     "flag_notes",
     "mode_note",
     "restrictions",
+    "settings_json",
     "unread_keys",
 ]
 
@@ -92,7 +106,15 @@ STRICTEST_FIRST = ("plan", "ask", "accept-edits", "sandbox", "auto")
 """The modes from the strictest (the approval contract's ``STRICTEST_FIRST``; the app may not
 import the feature, and tests/app/settings/test_claude_settings.py pins the two together)."""
 
-HONOURED = ("$schema", "enabledPlugins", "hooks", "permissions")
+HONOURED = (
+    "$schema",
+    "autoMemoryDirectory",
+    "autoMemoryEnabled",
+    "claudeMdExcludes",
+    "enabledPlugins",
+    "hooks",
+    "permissions",
+)
 """The top-level keys read (``permissions`` key by key: :func:`unread_keys`)."""
 
 RESTRICTIONS: dict[str, object] = {
@@ -162,6 +184,81 @@ _SANDBOX = (
 )
 
 
+EXCLUDES = "claudeMdExcludes"
+
+_EXCLUDES_SHAPE = (
+    'must be a list of glob patterns (["**/packages/legacy/**", "/abs/path/CLAUDE.md"]); it '
+    "excludes nothing, so every CLAUDE.md and rule file is read"
+)
+
+
+def _patterns(value: object) -> list[str] | None:
+    """``claudeMdExcludes``' patterns, ``None`` when ``value`` is not a list of texts."""
+    if not isinstance(value, list):
+        return None
+    items = cast(list[object], value)
+    if not all(isinstance(item, str) for item in items):
+        return None
+    return [cast(str, item).strip() for item in items if cast(str, item).strip()]
+
+
+MEMORY_ON = "autoMemoryEnabled"
+MEMORY_FOLDER = "autoMemoryDirectory"
+
+_MEMORY_FOLDER_NOTE = (
+    "not taken from a project's settings (a cloned repository could point it at any file of "
+    "yours to have it read into the prompt); put it in ~/.claude/settings.json"
+)
+
+
+def auto_memory_setting(
+    files: list[tuple[Path, dict[str, Any]]], project: Path | None = None, home: Path | None = None
+) -> tuple[bool, Path | None]:
+    """``(on, folder)`` of Claude Code's auto memory after ``files`` (each a settings file and
+    its JSON): off when any says ``autoMemoryEnabled: false``; ``folder`` is the
+    ``autoMemoryDirectory`` of the last of your own files that sets one (``~`` is ``home``,
+    default the process's), never a file under ``project``'s ``.claude`` folder (``None``: the
+    default folder)."""
+    on, folder = True, None
+    for path, data in files:
+        if data.get(MEMORY_ON) is False:
+            on = False
+        mine = project is None or (project / ".claude") not in path.parents
+        value = data.get(MEMORY_FOLDER)
+        if mine and isinstance(value, str) and value.strip():
+            written = value.strip()
+            if home is not None and (written == "~" or written.startswith("~/")):
+                folder = home / written[2:]
+            else:
+                folder = Path(written).expanduser()
+    return on, folder
+
+
+def settings_json(path: Path) -> dict[str, Any] | None:
+    """The JSON object of the Claude Code settings file ``path``; ``None`` when there is none or
+    it cannot be read or is not an object (the permission rules' loader reports such a file:
+    :mod:`coding_agent.settings.permissions`)."""
+    try:
+        data: Any = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return cast(dict[str, Any], data) if isinstance(data, dict) else None
+
+
+def claude_md_excludes(
+    files: list[tuple[Path, dict[str, Any]]], project: Path | None = None
+) -> list[tuple[str, Path, bool]]:
+    """``(pattern, settings file, project's)`` for each ``claudeMdExcludes`` pattern of
+    ``files`` (each a Claude Code settings file and its JSON, in the order read): a file under
+    ``project``'s ``.claude`` folder gives patterns that exclude only the project's files
+    (module docstring). A value of another shape gives none (:func:`unread_keys` notes it)."""
+    found: list[tuple[str, Path, bool]] = []
+    for path, data in files:
+        mine = project is None or (project / ".claude") not in path.parents
+        found += [(p, path, not mine) for p in _patterns(data.get(EXCLUDES)) or ()]
+    return found
+
+
 def _note(path: Path, key: str, advice: str | None = None) -> str:
     return f"{path}: `{key}`: " + (
         advice or "a Claude Code setting this agent does not read; it has no effect here"
@@ -221,6 +318,14 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
                     notes.append(_restriction_note(path, sub, found))
                 elif sub not in _READ_PERMISSIONS:
                     notes.append(_note(path, name, _ADVICE.get(name)))
+        elif key == EXCLUDES and _patterns(value) is None:
+            notes.append(_note(path, key, _EXCLUDES_SHAPE))
+        elif key == MEMORY_ON and not isinstance(value, bool):
+            notes.append(_note(path, key, "must be true or false; Claude Code's auto memory is "
+                               "read as if it were true"))  # fmt: skip
+        elif key == MEMORY_FOLDER and (project or not isinstance(value, str) or not value):
+            notes.append(_note(path, key, _MEMORY_FOLDER_NOTE if project else "must be a "
+                               "folder's path; the default folder is read"))  # fmt: skip
         elif key not in HONOURED and not _already_so(key, value):
             notes.append(_note(path, key, _ADVICE.get(key)))
     return notes
@@ -231,15 +336,17 @@ _FLAG_ADVICE = {
     "--permission-mode (ask, accept-edits, plan, sandbox, auto)",
     "enabledPlugins": "not taken from --settings; plugins load when ~/.claude/settings.json "
     "enables them",
+    EXCLUDES: "not taken from --settings; every CLAUDE.md and rule file is read — put the "
+    "patterns in ~/.claude/settings.json or the project's .claude/settings.local.json",
 }
 
 
 def flag_notes(source: str, data: dict[str, Any]) -> list[str]:
     """The notes of ``--settings``' ``data`` (``source``: its file, or ``--settings (JSON)``):
-    read as your own settings file (:func:`unread_keys`), but for the mode and the plugins,
-    which it does not set (:data:`_FLAG_ADVICE`)."""
+    read as your own settings file (:func:`unread_keys`), but for the mode, the plugins and
+    ``claudeMdExcludes``, which it does not set (:data:`_FLAG_ADVICE`)."""
     path = Path(source)
-    rest = {key: value for key, value in data.items() if key != "enabledPlugins"}
+    rest = {key: value for key, value in data.items() if key not in ("enabledPlugins", EXCLUDES)}
     table = data.get("permissions")
     if isinstance(table, dict):
         rest["permissions"] = {
@@ -250,8 +357,9 @@ def flag_notes(source: str, data: dict[str, Any]) -> list[str]:
         mode = "permissions.defaultMode"
         if cast(dict[str, Any], table)["defaultMode"] != DONT_ASK:  # dontAsk: a restriction
             notes.append(_note(path, mode, _FLAG_ADVICE[mode]))
-    if "enabledPlugins" in data:
-        notes.append(_note(path, "enabledPlugins", _FLAG_ADVICE["enabledPlugins"]))
+    for key in ("enabledPlugins", EXCLUDES):
+        if key in data:
+            notes.append(_note(path, key, _FLAG_ADVICE[key]))
     return notes
 
 

@@ -5,17 +5,26 @@ keybindings.toml); ``state_home()/coding-agent/`` holds what the agent writes (s
 server's folder, MCP tokens). Both read the environment given (a session's, in the worker) or
 ``os.environ``, and fall back to the spec's defaults when the variable is unset or relative.
 :func:`claude_home` is Claude Code's user folder, whose agents, commands, skills, memory and
-settings the agent reads too; :func:`pi_home` is pi's (its skills, prompts, memory, system
+settings the agent reads too (:func:`claude_project_folder`: its folder for one project, holding
+the project's sessions and auto memory); :func:`pi_home` is pi's (its skills, prompts, memory, system
 files, settings and models).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["PI_AGENT_DIR_ENV", "claude_home", "config_home", "pi_home", "state_home"]
+__all__ = [
+    "PI_AGENT_DIR_ENV",
+    "claude_home",
+    "claude_project_folder",
+    "config_home",
+    "pi_home",
+    "state_home",
+]
 
 PI_AGENT_DIR_ENV = "PI_CODING_AGENT_DIR"
 """The variable that moves pi's folder (default ``~/.pi/agent``), as pi reads it."""
@@ -47,6 +56,15 @@ def claude_home(env: Mapping[str, str] | None = None) -> Path:
         return Path(configured).expanduser()
     home = environ.get("HOME")
     return (Path(home) if home else Path.home()) / ".claude"
+
+
+def claude_project_folder(
+    folder: str | os.PathLike[str], env: Mapping[str, str] | None = None
+) -> Path:
+    """Claude Code's folder for the project or working folder ``folder`` (absolute):
+    ``~/.claude/projects/<folder, every character but letters and digits as ->`` (its session
+    files, and ``memory/``, its auto memory)."""
+    return claude_home(env) / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(folder))
 
 
 def pi_home(env: Mapping[str, str] | None = None) -> Path:

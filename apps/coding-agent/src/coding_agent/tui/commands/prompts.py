@@ -102,8 +102,20 @@ async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> Comma
         text = invoke_skill(target.skill, args.text)
     except (OSError, FrontmatterError) as error:
         raise CommandError(f"{target.skill.path}: {error}") from error
-    await target.prompts.client.send(text, "prompt", ctx)
+    prompts = target.prompts
+    options, note = send_options(target.skill, _caller(prompts), os.environ)
+    if note is not None:
+        prompts.tui.notify(note, severity="warning")
+    await prompts.client.send(text, "prompt", ctx, options)
     return None
+
+
+def _caller(prompts: PromptsTarget) -> Any:
+    """The conversation's ``config.model`` (``{"provider", "modelId"}``): what a command's or a
+    skill's ``model:`` alias is mapped against."""
+    view = prompts.client.view.value
+    config = view.get("config") if isinstance(view, dict) else None
+    return config.get("model") if isinstance(config, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
 
 
 async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) -> CommandOutcome:
@@ -122,10 +134,7 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
         return None
     if not text:
         return Notice(f"/{target.template.name} expands to nothing", "warning")
-    view = prompts.client.view.value
-    config = view.get("config") if isinstance(view, dict) else None
-    caller = config.get("model") if isinstance(config, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    options, note = send_options(target.template, caller, os.environ)
+    options, note = send_options(target.template, _caller(prompts), os.environ)
     if note is not None:
         prompts.tui.notify(note, severity="warning")
     await prompts.client.send(text, "prompt", ctx, options)
