@@ -827,7 +827,7 @@ def _declared(node: Any) -> list[Variable]:
     return found
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _unexported(variables: list[Variable]) -> list[Variable]:
@@ -856,7 +856,7 @@ def _read_names(args: Sequence[str | None]) -> list[Variable]:
             return [Variable("", None)]
         if word.startswith("-"):
             continue
-        if not _NAME.fullmatch(word):
+        if not _PLAIN_NAME.fullmatch(word):
             if "[" in word:
                 return [Variable("", None)]
             continue  # a prompt, delimiter or format: no name
