@@ -35,6 +35,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "planted_entries",
             "entry_identities",
             "CLAUDE_CODE_TOOLS",
+            "claude_agent_id",
             "claude_code_names",
             "claude_tool",
             "sandbox_available",

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pico3 import claude_agent_id
+
 from . import fields as read
 from .claude_code import (
     CLAUDE_TOOLS,
@@ -100,7 +102,6 @@ ISOLATION_ASKS = (
 to change files in a worktree of its own changes the project itself here, so each change asks
 (``permissionMode: plan`` stays read-only)."""
 
-_OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
 PROJECT_FOLDERS = (".claude/agents", ".coding-agent/agents")
 """A project's agent folders (relative to its root), read only when it is trusted."""
@@ -192,11 +193,11 @@ class Definitions:
 
 
 def agent_id(name: str) -> str:
-    """``name`` as an agent id: lowercase; each run of characters other than letters, digits,
-    ``-`` and ``_`` becomes one ``-``; no ``-`` at either end; at most 64 characters
-    (``api.designer`` → ``api-designer``, ``Code Reviewer`` → ``code-reviewer``). ``""`` when
+    """``name`` as an agent id (:func:`pico3.claude_agent_id`, the spelling a ``Task(name)``
+    permission rule compares too): lowercase, each run of characters other than letters,
+    digits, ``-`` and ``_`` one ``-`` (``api.designer`` → ``api-designer``); ``""`` when
     nothing is left."""
-    return _OTHER.sub("-", name.strip().lower()).strip("-_")[:64].strip("-_")
+    return claude_agent_id(name)
 
 
 def user_agents_dir(env: Mapping[str, str] | None = None) -> Path:
