@@ -6,7 +6,8 @@ so ``api.designer`` finds ``api-designer``), the model (the definition's — an 
 ``sonnet`` mapped to the caller's provider by :func:`.claude_code.resolve_model`, with the
 session's environment, the ``mcp_env`` harness service, as its configuration — else the calling
 conversation's) and the tools (the definition's list, less the names no tool of the session
-answers to, each warned about once; else the caller's selected tools without ``agent``), the
+answers to, each warned about once; else the caller's selected tools without ``agent``; for
+a subagent's own subagent, never one its caller lacks: :meth:`Subagents.bounded`), the
 thinking level (the definition's ``effort``, else the caller's) and the system prompt (the
 definition's body, then the full text of each of its ``skills``, read through the ``skills``
 harness service the host provides: Claude Code preloads them so), creates one
@@ -218,6 +219,23 @@ class Subagents:
             )
         return tools
 
+    def bounded(self, definition: AgentDefinition, tools: list[str], caller: object) -> list[str]:
+        """``tools`` less those the calling subagent does not have (``caller``: its
+        ``selectedTools``), each left out warned about once: a subagent's own subagent never
+        gets more than the subagent that runs it (an ``outer`` with ``tools: Read, Agent`` ran
+        an ``intruder`` with ``tools: Bash``). The narrowest wins all the way down; the user's
+        conversation, which no task owns, is not bounded here (the run's ``--tools`` and rules
+        apply to every conversation)."""
+        listed = cast(list[Any], caller) if isinstance(caller, list) else []
+        have = {t for t in listed if isinstance(t, str)}  # anything else: none (a doubt)
+        beyond = [t for t in tools if t not in have]
+        if beyond:
+            self.warn(
+                f"{definition.source}: {definition.name!r} runs as another subagent's subagent, "
+                f"so it gets no tool that subagent lacks: {', '.join(beyond)} left out"
+            )
+        return [t for t in tools if t in have]
+
     def _no_service(self, definition: AgentDefinition) -> str:
         return (
             f"{definition.source}:{definition.skills_line}: skills: this host provides no skills "
@@ -353,6 +371,8 @@ class Subagents:
                 registry = self._harness.harness.tools
                 tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
             tools = [t for t in tools if t not in definition.disallowed]
+            if await self._harness.harness.owner_task(api.conversation_id, ctx) is not None:
+                tools = self.bounded(definition, tools, config.get("selectedTools"))
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
                 self.warn(f"{definition.source}: {note}")
