@@ -6,7 +6,9 @@ server's name, or a server written as ``.mcp.json`` writes one). This feature re
 name — features never import each other — from the task that owns a conversation, in a
 ``system_instructions`` hook that runs before each of its model calls:
 
-* the first time, each inline server is started (a :class:`~.client.ServerRunner` made as the
+* the first time, each inline server is started — unless the run allows only the servers it
+  brought (``--strict-mcp-config``: :meth:`ScopedHost.only_given`), which no agent definition
+  widens: then a warning names the flag and the subagent runs without it — (a :class:`~.client.ServerRunner` made as the
   session's are: the same working folder, scrubbed environment, sandbox and OAuth folder) and
   the call waits until each is ready or failed, at most the configuration's
   ``startup_timeout``; a second subagent running the same server (same name, same entry) shares
@@ -72,6 +74,8 @@ class ScopedHost(Protocol):
     def startup_timeout(self) -> float | None: ...
 
     def configured(self) -> list[str]: ...
+
+    def only_given(self) -> str | None: ...
 
     def new_runner(self, spec: Any, notify: Any) -> ServerRunner: ...
 
@@ -204,6 +208,7 @@ class ScopedServers:
         if owner.task in self._tasks:
             return self._tasks[owner.task]
         configured = self._host.configured()
+        only = self._host.only_given()  # strict: nothing beyond the run's own servers starts
         names: list[str] = []
         source = f"agent {owner.agent} (mcpServers)"
         for entry in owner.entries:
@@ -219,6 +224,13 @@ class ScopedServers:
             for problem in errors:
                 self._warn(problem)
             for spec in specs:
+                if only is not None and spec.name not in configured:
+                    self._warn(
+                        f"{source}: {spec.name!r} is not started: this run uses only the servers "
+                        f"of {only} (--strict-mcp-config); the subagent runs without it (add the "
+                        "server there and name it in mcpServers)"
+                    )
+                    continue
                 if spec.name in configured:
                     self._warn(
                         f"{source}: {spec.name!r} is a server of this session's configuration "
