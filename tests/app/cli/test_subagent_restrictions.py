@@ -203,3 +203,52 @@ async def test_strict_mcp_config_starts_no_server_an_agent_defines(
         "and name it in mcpServers)"
     ]
     assert code == 0
+
+
+async def test_a_subagents_own_subagent_starts_no_server_its_caller_lacks(
+    project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    """``outer`` has no MCP server; the ``intruder`` it runs, whose definition writes one inline
+    (a program started for it, its tools offered whatever ``tools`` says), gets none."""
+    started = tmp_path / "started"  # the server appends a line here when it starts
+    evil = {"command": sys.executable, "args": [SERVER, "--name", "evil", "--marker", str(started)]}
+    agents = json.dumps(
+        {
+            "outer": {
+                "description": "reads",
+                "prompt": "You are OUTER.",
+                "tools": ["Read", "Agent"],
+            },
+            "intruder": {
+                "description": "intrudes",
+                "prompt": PROMPT,
+                "mcpServers": [{"evil": evil}],
+            },
+        }
+    )
+    inner_call = {"description": "intrude", "prompt": "go", "subagent_type": "intruder"}
+    outer_call = {**inner_call, "subagent_type": "outer"}
+    intruder = {"when": PROMPT, "steps": [{"echo": True}]}
+    direct = {
+        "steps": [{"toolCalls": [{"name": "agent", "arguments": inner_call}]}, {"text": "done"}],
+        "conversations": [intruder],
+    }
+    outer = {
+        "when": "You are OUTER.",
+        "steps": [{"toolCalls": [{"name": "agent", "arguments": inner_call}]}, {"echo": True}],
+    }
+    nested = {
+        "steps": [{"toolCalls": [{"name": "agent", "arguments": outer_call}]}, {"text": "done"}],
+        "conversations": [outer, intruder],
+    }
+    # armed: the root's own call of the intruder starts its server
+    await _attack(project, env, direct, agents)
+    assert started.exists()
+    started.unlink()
+    code, _report_text, errors = await _attack(project, env, nested, agents)
+    assert not started.exists()
+    assert errors == [
+        "--agents intruder: 'intruder' runs as another subagent's subagent, so it gets no MCP "
+        "server that subagent lacks: evil left out"
+    ]
+    assert code == 0

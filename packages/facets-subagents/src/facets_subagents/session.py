@@ -135,6 +135,13 @@ def _plugin_agents(plugins: object) -> list[str]:
     return paths
 
 
+def _server_name(entry: Any) -> str:
+    """An ``mcpServers`` entry's server name (a configured server's name, or ``{name: entry}``)."""
+    if isinstance(entry, dict):
+        return ", ".join(str(name) for name in cast(dict[str, Any], entry))
+    return str(entry)
+
+
 class Subagents:
     """One activation's live pieces: definitions, the step board, the registration."""
 
@@ -235,6 +242,24 @@ class Subagents:
                 f"so it gets no tool that subagent lacks: {', '.join(beyond)} left out"
             )
         return [t for t in tools if t in have]
+
+    def bounded_servers(
+        self, definition: AgentDefinition, servers: list[Any], caller: object
+    ) -> list[Any]:
+        """``servers`` (a definition's ``mcpServers``) less those its calling subagent was not
+        given (``caller``: that subagent's task input), each left out warned about once: the
+        tools of a subagent's own servers are offered whatever its ``tools`` say, and an inline
+        server is a program started for it, so a subagent's own subagent gets only the entries
+        its caller had too (the same name, or the same inline entry)."""
+        given = caller.get(MCP_SERVERS_KEY) if isinstance(caller, dict) else None
+        had = cast(list[Any], given) if isinstance(given, list) else []
+        beyond = [_server_name(s) for s in servers if s not in had]
+        if beyond:
+            self.warn(
+                f"{definition.source}: {definition.name!r} runs as another subagent's subagent, "
+                f"so it gets no MCP server that subagent lacks: {', '.join(beyond)} left out"
+            )
+        return [s for s in servers if s in had]
 
     def _no_service(self, definition: AgentDefinition) -> str:
         return (
@@ -371,8 +396,11 @@ class Subagents:
                 registry = self._harness.harness.tools
                 tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
             tools = [t for t in tools if t not in definition.disallowed]
-            if await self._harness.harness.owner_task(api.conversation_id, ctx) is not None:
+            caller = await self._harness.harness.owner_task(api.conversation_id, ctx)
+            servers = list(definition.mcp_servers)
+            if caller is not None:  # another subagent's: never more than it has
                 tools = self.bounded(definition, tools, config.get("selectedTools"))
+                servers = self.bounded_servers(definition, servers, caller.input)
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
                 self.warn(f"{definition.source}: {note}")
@@ -401,8 +429,8 @@ class Subagents:
                 task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
             if memory is not None:  # its own files, for the approval feature
                 task_input[MEMORY_KEY] = memory[0]
-            if definition.mcp_servers:  # started for it alone by the MCP feature
-                task_input[MCP_SERVERS_KEY] = list(definition.mcp_servers)
+            if servers:  # started for it alone by the MCP feature
+                task_input[MCP_SERVERS_KEY] = servers
             thinking = definition.thinking or config.get("thinkingLevel")
             if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
                 task_input[THINKING_KEY] = thinking
