@@ -486,6 +486,7 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "MAX_TURNS_KEY",
             "MCP_SERVERS_KEY",
+            "PROJECT_AGENT_KEY",
             "HOOKS_KEY",
             "MEMORY_KEY",
             "PERMISSION_MODE_KEY",

@@ -459,6 +459,10 @@ class _ScopedPort:
         """The session's servers (the configuration's, not a subagent's)."""
         return list(self._host._order)
 
+    def project_trusted(self) -> bool:
+        """Whether the project is trusted now (the ``project_trusted`` harness service)."""
+        return self._host._services().get("project_trusted") is True
+
     def only_given(self) -> str | None:
         """Who said that only the servers it brought run this session (``--mcp-config`` with
         ``--strict-mcp-config``: ``"strict": true`` in :data:`~.config.CLIENT_SERVERS_SERVICE`),

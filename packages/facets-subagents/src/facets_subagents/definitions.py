@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +150,10 @@ class AgentDefinition:
     """``mcpServers``: each the name of a server the session has configured, or ``{name:
     entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
     feature reads them from the task's input, :data:`~.contract.MCP_SERVERS_KEY`)."""
+    from_project: bool = False
+    """Read from the project's own agent folders (:data:`PROJECT_FOLDERS`, the project
+    trusted then): what it starts is the project's, and stops being allowed when the project
+    is no longer trusted (:data:`~.contract.PROJECT_AGENT_KEY`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -364,6 +368,7 @@ def _folder(
     errors: list[str],
     warnings: list[str],
     plugin: bool = False,
+    project: bool = False,
 ) -> None:
     seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
@@ -386,6 +391,8 @@ def _folder(
                 f"{definition.name!r} too; this file is the one used (a folder's files are read "
                 "in name order, and the later one wins)"
             )
+        if project:
+            definition = replace(definition, from_project=True)
         seen[definition.name] = definition
         into[definition.name] = definition
 
@@ -452,8 +459,9 @@ def load_definitions(
     warnings: list[str] = []
     for folder in map(Path, plugin_agents):
         _folder(folder, agents, errors, warnings, plugin=True)
+    users = agent_folders(project, False, env)  # a project at ~ has ~/.claude/agents as both
     for folder in agent_folders(project, project_trusted, env):
-        _folder(folder, agents, errors, warnings)
+        _folder(folder, agents, errors, warnings, project=folder not in users)
     given_definitions(given, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

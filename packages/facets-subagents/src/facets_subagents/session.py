@@ -56,6 +56,7 @@ from .contract import (
     MCP_SERVERS_KEY,
     MEMORY_KEY,
     PERMISSION_MODE_KEY,
+    PROJECT_AGENT_KEY,
     RUN_AGENTS_SERVICE,
     SKILLS_SERVICE,
     SUBAGENT_KIND,
@@ -431,6 +432,8 @@ class Subagents:
                 task_input[MEMORY_KEY] = memory[0]
             if servers:  # started for it alone by the MCP feature
                 task_input[MCP_SERVERS_KEY] = servers
+                if definition.from_project:  # not started once the project is not trusted
+                    task_input[PROJECT_AGENT_KEY] = True
             thinking = definition.thinking or config.get("thinkingLevel")
             if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
                 task_input[THINKING_KEY] = thinking
