@@ -35,6 +35,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "planted_entries",
             "entry_identities",
             "CLAUDE_CODE_TOOLS",
+            "claude_agent_id",
             "claude_code_names",
             "claude_tool",
             "sandbox_available",
@@ -485,6 +486,7 @@ PUBLIC: dict[str, frozenset[str]] = {
         {
             "MAX_TURNS_KEY",
             "MCP_SERVERS_KEY",
+            "PROJECT_AGENT_KEY",
             "HOOKS_KEY",
             "MEMORY_KEY",
             "PERMISSION_MODE_KEY",

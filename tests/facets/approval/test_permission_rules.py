@@ -266,6 +266,10 @@ DENY_RM = "deny Bash(rm:*)"
         (("deny Agent(code-reviewer)",), "agent", {"subagent_type": "explorer"}, None),
         (("ask Task(general-purpose)",), "agent", {"prompt": "p"}, "ask"),
         (("allow Agent(explorer)",), "agent", {"subagent_type": "explorer"}, "allow"),
+        # compared as the subagents feature finds the agent: Code-Reviewer runs code-reviewer
+        (("deny Task(code-reviewer)",), "agent", {"subagent_type": "Code-Reviewer"}, "deny"),
+        (("deny Task(code-reviewer)",), "agent", {"subagent_type": "code.reviewer "}, "deny"),
+        (("deny Agent(Code Reviewer)",), "agent", {"subagent_type": "code-reviewer"}, "deny"),
         # precedence: deny beats ask beats allow, whatever the order or the file
         (
             ("allow Bash(git push:*)", "ask Bash(git push:*)"),

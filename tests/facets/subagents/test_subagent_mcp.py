@@ -217,3 +217,53 @@ async def test_mcp_restart_restarts_a_running_subagents_server_and_says_when_it_
             "MCP server 'scratch' is agent scratcher's own (mcpServers): it runs only while "
             "that subagent runs, and it is not running now"
         )
+
+
+class Delegate:
+    """The parent hands one task to ``scratcher``, which reports at once."""
+
+    def __call__(self, request: Request, state: FauxState) -> FauxResponse:
+        if any("scratcher" in s for s in request.system):
+            return faux_response("report: done")
+        if isinstance(request.messages[-1], UserMessage):
+            args = {"description": "scratch", "prompt": "go", "subagent_type": "scratcher"}
+            return faux_response(faux_tool_call("agent", args, id="a1"))
+        return faux_response("parent done")
+
+
+async def _delegate(tmp: Path, trusted_later: bool) -> Path:
+    """Run the project's ``scratcher`` in a session whose project was trusted when the
+    definitions were read and is ``trusted_later`` when the subagent runs (what a restarted
+    worker sees once trust was withdrawn); the marker file its server writes when it starts."""
+    project = tmp / "project"
+    project.mkdir(parents=True)
+    marker = tmp / "started"
+    agent_file(project, marker)  # project/.claude/agents/scratcher.md
+    home = {"mcp_env": {"HOME": str(tmp / "home")}}  # the user's ~/.claude is elsewhere
+    async with session(
+        project, [Delegate()] * 20, trusted=True, services=home, extra_facets=[subagents_facet]
+    ) as s:
+        root = await s.root()
+        await root.set_config({"selectedTools": ["agent"]}, BACKGROUND)
+        services = s.worker.handle.services  # HarnessOptions.services, read at each use
+        assert isinstance(services, dict)
+        services["project_trusted"] = trusted_later
+        results = await s.turn()
+        assert results[-1]["content"][0]["text"] == "report: done"
+        if trusted_later:  # stopped with its subagent
+            await s.until(lambda v: all(x["name"] != "scratch" for x in v["servers"]))
+    return marker
+
+
+async def test_a_project_agents_server_starts_only_while_the_project_is_trusted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A subagent of the project's own agent file, started while the project was trusted, does
+    not start its inline server once the project is not trusted (its task's input outlives the
+    trust: after a restart it is read again); while trusted, it does (the trap is armed)."""
+    assert (await _delegate(tmp_path / "trusted", True)).exists()
+    assert not (await _delegate(tmp_path / "withdrawn", False)).exists()
+    assert (
+        "agent scratcher (mcpServers): 'scratch' is not started: the agent is the project's "
+        "own and the project is not trusted now" in caplog.text
+    )

@@ -156,7 +156,7 @@ async def test_after_tool_chains_results_and_ignores_non_results() -> None:
     assert "not a ToolResult" in str(s.reports[0])
 
 
-async def test_system_instructions_all_run_last_tools_override_wins_and_raises_roll_back() -> None:
+async def test_system_instructions_all_run_tools_overrides_chain_and_raises_roll_back() -> None:
     s = Setup()
     identity = define_section("identity", lambda v: f"You are {v}.")
     rules = define_section("rules", lambda v: "\n".join(v))
@@ -172,9 +172,11 @@ async def test_system_instructions_all_run_last_tools_override_wins_and_raises_r
 
     def last(payload: dict[str, Any], api: Any, ctx: Context) -> dict[str, Any]:
         assert payload["sections"].get(identity) == "pico"  # the broken edits were rolled back
-        assert payload["config"] == {"model": "m"} and payload["tools"] == ["read", "bash"]
+        # chained: it starts from the loadout ``first`` left (bash withheld there stays out
+        # unless this handler adds it back on purpose)
+        assert payload["config"] == {"model": "m"} and payload["tools"] == ["read"]
         payload["sections"].wrap(identity, lambda text: f"<{text}>")
-        return {"tools": ["bash"]}
+        return {"tools": [*payload["tools"], "grep"]}
 
     s.add(MODEL_CALL, system_instructions=first)
     s.add(MODEL_CALL, system_instructions=broken)
@@ -185,7 +187,7 @@ async def test_system_instructions_all_run_last_tools_override_wins_and_raises_r
     tools = await s.runner(MODEL_CALL).system_instructions(
         draft, {"model": "m"}, ["read", "bash"], BACKGROUND
     )
-    assert tools == ["bash"]
+    assert tools == ["read", "grep"]
     assert [str(e) for e in s.reports] == ["bug after editing"]
     desired = freeze(draft, canonical, {"identity": identity, "rules": rules})
     assert desired == {

@@ -66,7 +66,7 @@ from functools import lru_cache
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pico3 import CLAUDE_CODE_TOOLS
+from pico3 import CLAUDE_CODE_TOOLS, claude_agent_id
 
 from .shell import CommandAnalysis, CommandPart, analyse_command
 
@@ -137,7 +137,8 @@ class Rule:
     """A path rule's pattern as written."""
     domain: str | None = None
     agent: str | None = None
-    """A ``Task(name)``/``Agent(name)`` rule's subagent (the call's ``subagent_type``)."""
+    """A ``Task(name)``/``Agent(name)`` rule's subagent, as an id (:func:`pico3.claude_agent_id`:
+    the call's ``subagent_type`` is compared as one too, as the subagents feature resolves it)."""
 
     def governs(self, tool: str) -> bool:
         """True when this rule is about calls of ``tool``."""
@@ -194,7 +195,8 @@ def _parse(text: str) -> Rule:
         _path_regex(spec, "/r", "/h")  # raises for a bad pattern
         return Rule(stripped, tools, pattern=spec)
     if tools == {"agent"}:
-        return Rule(stripped, tools, agent=spec)
+        # compared as an id, the spelling the subagents feature finds the definition by
+        return Rule(stripped, tools, agent=claude_agent_id(spec))
     if tools <= _FETCH_TOOLS:
         host = spec.removeprefix("domain:").strip().lower()
         if not spec.startswith("domain:") or not _HOST.fullmatch(host):
@@ -546,5 +548,8 @@ class RuleSet:
             return "yes" if host == domain or host.endswith("." + domain) else "no"
         if rule.agent is not None:
             chosen = fields.get("subagent_type") or _GENERAL_PURPOSE
-            return "yes" if chosen == rule.agent else "no"
+            if not isinstance(chosen, str):
+                return "no" if strict else "maybe"
+            # Intruder, intruder. and INTRUDER all run the agent intruder: one id for each
+            return "yes" if claude_agent_id(chosen) == rule.agent else "no"
         return "no"

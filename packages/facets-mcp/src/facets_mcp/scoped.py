@@ -6,7 +6,11 @@ server's name, or a server written as ``.mcp.json`` writes one). This feature re
 name — features never import each other — from the task that owns a conversation, in a
 ``system_instructions`` hook that runs before each of its model calls:
 
-* the first time, each inline server is started (a :class:`~.client.ServerRunner` made as the
+* the first time, each inline server is started — unless the run allows only the servers it
+  brought (``--strict-mcp-config``: :meth:`ScopedHost.only_given`), which no agent definition
+  widens: then a warning names the flag and the subagent runs without it; nor is the server of
+  a project's own agent file (:data:`PROJECT_AGENT_KEY`) while the project is not trusted,
+  after a restart too — (a :class:`~.client.ServerRunner` made as the
   session's are: the same working folder, scrubbed environment, sandbox and OAuth folder) and
   the call waits until each is ready or failed, at most the configuration's
   ``startup_timeout``; a second subagent running the same server (same name, same entry) shares
@@ -55,6 +59,9 @@ _log = logging.getLogger("facets_mcp")
 SCOPED_KEY = "mcpServers"
 """The key of a task's input (the subagents feature's ``subagents.run``) listing the servers of
 the conversation it owns: names of configured servers, or ``{name: entry}``."""
+PROJECT_AGENT_KEY = "projectAgent"
+"""``true`` in that input when the definition is one of the project's own agent files: its
+inline servers start only while the project is trusted (the input outlives the session)."""
 SUBAGENT_KIND = "subagents.run"
 """The only task kind whose input's servers are started (the subagents feature's)."""
 
@@ -72,6 +79,10 @@ class ScopedHost(Protocol):
     def startup_timeout(self) -> float | None: ...
 
     def configured(self) -> list[str]: ...
+
+    def only_given(self) -> str | None: ...
+
+    def project_trusted(self) -> bool: ...
 
     def new_runner(self, spec: Any, notify: Any) -> ServerRunner: ...
 
@@ -108,6 +119,8 @@ class _Owner:
     task: int
     entries: list[Any]
     agent: str
+    project: bool = False
+    """The definition is one of the project's own agent files (:data:`PROJECT_AGENT_KEY`)."""
 
 
 class ScopedServers:
@@ -174,7 +187,8 @@ class ScopedServers:
         entries = given.get(SCOPED_KEY) if isinstance(given, dict) else None
         if task is not None and isinstance(entries, list) and entries:
             agent = str(cast(dict[str, Any], given).get("agent") or "subagent")
-            found = _Owner(task.id, cast(list[Any], entries), agent)
+            project = cast(dict[str, Any], given).get(PROJECT_AGENT_KEY) is True
+            found = _Owner(task.id, cast(list[Any], entries), agent, project)
         self._owners[conversation_id] = found
         return found
 
@@ -204,6 +218,8 @@ class ScopedServers:
         if owner.task in self._tasks:
             return self._tasks[owner.task]
         configured = self._host.configured()
+        only = self._host.only_given()  # strict: nothing beyond the run's own servers starts
+        trusted = self._host.project_trusted()  # now, not when the task was written
         names: list[str] = []
         source = f"agent {owner.agent} (mcpServers)"
         for entry in owner.entries:
@@ -219,6 +235,20 @@ class ScopedServers:
             for problem in errors:
                 self._warn(problem)
             for spec in specs:
+                if owner.project and spec.name not in configured and not trusted:
+                    self._warn(
+                        f"{source}: {spec.name!r} is not started: the agent is the project's "
+                        "own and the project is not trusted now; the subagent runs without it "
+                        "(trust the project to start it)"
+                    )
+                    continue
+                if only is not None and spec.name not in configured:
+                    self._warn(
+                        f"{source}: {spec.name!r} is not started: this run uses only the servers "
+                        f"of {only} (--strict-mcp-config); the subagent runs without it (add the "
+                        "server there and name it in mcpServers)"
+                    )
+                    continue
                 if spec.name in configured:
                     self._warn(
                         f"{source}: {spec.name!r} is a server of this session's configuration "

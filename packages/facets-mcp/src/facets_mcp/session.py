@@ -459,6 +459,20 @@ class _ScopedPort:
         """The session's servers (the configuration's, not a subagent's)."""
         return list(self._host._order)
 
+    def project_trusted(self) -> bool:
+        """Whether the project is trusted now (the ``project_trusted`` harness service)."""
+        return self._host._services().get("project_trusted") is True
+
+    def only_given(self) -> str | None:
+        """Who said that only the servers it brought run this session (``--mcp-config`` with
+        ``--strict-mcp-config``: ``"strict": true`` in :data:`~.config.CLIENT_SERVERS_SERVICE`),
+        else ``None``."""
+        brought = self._host._services().get(CLIENT_SERVERS_SERVICE)
+        if not isinstance(brought, Mapping) or brought.get("strict") is not True:  # pyright: ignore[reportUnknownMemberType]
+            return None
+        source = brought.get("source")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        return source if isinstance(source, str) and source else "the client's servers"
+
     def new_runner(self, spec: Any, notify: Any) -> ServerRunner:
         """A runner for ``spec`` started as the session's servers are (same working folder,
         environment scrubbing, sandbox, OAuth folder), telling ``notify`` its news."""

@@ -27,6 +27,7 @@ __all__ = [
     "MCP_SERVERS_KEY",
     "MEMORY_KEY",
     "PERMISSION_MODE_KEY",
+    "PROJECT_AGENT_KEY",
     "RUN_AGENTS_SERVICE",
     "SKILLS_SERVICE",
     "SUBAGENT_KIND",
@@ -59,6 +60,12 @@ whose items are a configured server's name or ``{name: entry}`` (``.mcp.json``'s
 MCP feature reads it, by this name, from the task that owns a conversation: it starts the inline
 servers when the subagent's first model call is prepared, offers their tools (and the named
 servers') to that conversation alone, and stops them when the task ends."""
+PROJECT_AGENT_KEY = "projectAgent"
+"""The key of a ``subagents.run`` task's input that is ``true`` when its definition is one of
+the project's own agent files (read while the project was trusted) and lists ``mcpServers``.
+The task's input outlives the session that wrote it, so the MCP feature reads it, by this name,
+when the subagent's servers would start (again, after a restart): while the project is not
+trusted (``project_trusted``), the definition's inline servers are not started."""
 HOOKS_KEY = "hooks"
 """The key of a ``subagents.run`` task's input holding the definition's own ``hooks``:
 ``{"source": <agent file>, "hooks": {event: [{matcher, hooks: [...]}]}}`` (settings.json's shape,

@@ -42,9 +42,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from pico3 import claude_agent_id
 
 from . import fields as read
 from .claude_code import (
@@ -103,7 +105,6 @@ ISOLATION_ASKS = (
 to change files in a worktree of its own changes the project itself here, so each change asks
 (``permissionMode: plan`` stays read-only)."""
 
-_OTHER = re.compile(r"[^a-z0-9_-]+")
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*(?:\n|\Z)(.*)\Z", re.S)
 PROJECT_FOLDERS = (".claude/agents", ".coding-agent/agents")
 """A project's agent folders (relative to its root), read only when it is trusted."""
@@ -152,6 +153,10 @@ class AgentDefinition:
     """``mcpServers``: each the name of a server the session has configured, or ``{name:
     entry}`` with an entry as ``.mcp.json`` writes it, started for this subagent alone (the MCP
     feature reads them from the task's input, :data:`~.contract.MCP_SERVERS_KEY`)."""
+    from_project: bool = False
+    """Read from the project's own agent folders (:data:`PROJECT_FOLDERS`, the project
+    trusted then): what it starts is the project's, and stops being allowed when the project
+    is no longer trusted (:data:`~.contract.PROJECT_AGENT_KEY`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -195,11 +200,11 @@ class Definitions:
 
 
 def agent_id(name: str) -> str:
-    """``name`` as an agent id: lowercase; each run of characters other than letters, digits,
-    ``-`` and ``_`` becomes one ``-``; no ``-`` at either end; at most 64 characters
-    (``api.designer`` → ``api-designer``, ``Code Reviewer`` → ``code-reviewer``). ``""`` when
+    """``name`` as an agent id (:func:`pico3.claude_agent_id`, the spelling a ``Task(name)``
+    permission rule compares too): lowercase, each run of characters other than letters,
+    digits, ``-`` and ``_`` one ``-`` (``api.designer`` → ``api-designer``); ``""`` when
     nothing is left."""
-    return _OTHER.sub("-", name.strip().lower()).strip("-_")[:64].strip("-_")
+    return claude_agent_id(name)
 
 
 def user_agents_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -366,6 +371,7 @@ def _folder(
     errors: list[str],
     warnings: list[str],
     plugin: bool = False,
+    project: bool = False,
 ) -> None:
     seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
@@ -388,6 +394,8 @@ def _folder(
                 f"{definition.name!r} too; this file is the one used (a folder's files are read "
                 "in name order, and the later one wins)"
             )
+        if project:
+            definition = replace(definition, from_project=True)
         seen[definition.name] = definition
         into[definition.name] = definition
 
@@ -454,8 +462,9 @@ def load_definitions(
     warnings: list[str] = []
     for folder in map(Path, plugin_agents):
         _folder(folder, agents, errors, warnings, plugin=True)
+    users = agent_folders(project, False, env)  # a project at ~ has ~/.claude/agents as both
     for folder in agent_folders(project, project_trusted, env):
-        _folder(folder, agents, errors, warnings)
+        _folder(folder, agents, errors, warnings, project=folder not in users)
     given_definitions(given, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
     return Definitions(agents, tuple(errors), tuple(warnings), waiting)

@@ -6,7 +6,8 @@ so ``api.designer`` finds ``api-designer``), the model (the definition's — an 
 ``sonnet`` mapped to the caller's provider by :func:`.claude_code.resolve_model`, with the
 session's environment, the ``mcp_env`` harness service, as its configuration — else the calling
 conversation's) and the tools (the definition's list, less the names no tool of the session
-answers to, each warned about once; else the caller's selected tools without ``agent``), the
+answers to, each warned about once; else the caller's selected tools without ``agent``; for
+a subagent's own subagent, never one its caller lacks: :meth:`Subagents.bounded`), the
 thinking level (the definition's ``effort``, else the caller's) and the system prompt (the
 definition's body, then the full text of each of its ``skills``, read through the ``skills``
 harness service the host provides: Claude Code preloads them so), creates one
@@ -55,6 +56,7 @@ from .contract import (
     MCP_SERVERS_KEY,
     MEMORY_KEY,
     PERMISSION_MODE_KEY,
+    PROJECT_AGENT_KEY,
     RUN_AGENTS_SERVICE,
     SKILLS_SERVICE,
     SUBAGENT_KIND,
@@ -132,6 +134,13 @@ def _plugin_agents(plugins: object) -> list[str]:
         if isinstance(agents, list):
             paths += [path for path in cast(list[Any], agents) if isinstance(path, str)]
     return paths
+
+
+def _server_name(entry: Any) -> str:
+    """An ``mcpServers`` entry's server name (a configured server's name, or ``{name: entry}``)."""
+    if isinstance(entry, dict):
+        return ", ".join(str(name) for name in cast(dict[str, Any], entry))
+    return str(entry)
 
 
 class Subagents:
@@ -217,6 +226,41 @@ class Subagents:
                 "so the subagent has no tools"
             )
         return tools
+
+    def bounded(self, definition: AgentDefinition, tools: list[str], caller: object) -> list[str]:
+        """``tools`` less those the calling subagent does not have (``caller``: its
+        ``selectedTools``), each left out warned about once: a subagent's own subagent never
+        gets more than the subagent that runs it (an ``outer`` with ``tools: Read, Agent`` ran
+        an ``intruder`` with ``tools: Bash``). The narrowest wins all the way down; the user's
+        conversation, which no task owns, is not bounded here (the run's ``--tools`` and rules
+        apply to every conversation)."""
+        listed = cast(list[Any], caller) if isinstance(caller, list) else []
+        have = {t for t in listed if isinstance(t, str)}  # anything else: none (a doubt)
+        beyond = [t for t in tools if t not in have]
+        if beyond:
+            self.warn(
+                f"{definition.source}: {definition.name!r} runs as another subagent's subagent, "
+                f"so it gets no tool that subagent lacks: {', '.join(beyond)} left out"
+            )
+        return [t for t in tools if t in have]
+
+    def bounded_servers(
+        self, definition: AgentDefinition, servers: list[Any], caller: object
+    ) -> list[Any]:
+        """``servers`` (a definition's ``mcpServers``) less those its calling subagent was not
+        given (``caller``: that subagent's task input), each left out warned about once: the
+        tools of a subagent's own servers are offered whatever its ``tools`` say, and an inline
+        server is a program started for it, so a subagent's own subagent gets only the entries
+        its caller had too (the same name, or the same inline entry)."""
+        given = caller.get(MCP_SERVERS_KEY) if isinstance(caller, dict) else None
+        had = cast(list[Any], given) if isinstance(given, list) else []
+        beyond = [_server_name(s) for s in servers if s not in had]
+        if beyond:
+            self.warn(
+                f"{definition.source}: {definition.name!r} runs as another subagent's subagent, "
+                f"so it gets no MCP server that subagent lacks: {', '.join(beyond)} left out"
+            )
+        return [s for s in servers if s in had]
 
     def _no_service(self, definition: AgentDefinition) -> str:
         return (
@@ -353,6 +397,11 @@ class Subagents:
                 registry = self._harness.harness.tools
                 tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
             tools = [t for t in tools if t not in definition.disallowed]
+            caller = await self._harness.harness.owner_task(api.conversation_id, ctx)
+            servers = list(definition.mcp_servers)
+            if caller is not None:  # another subagent's: never more than it has
+                tools = self.bounded(definition, tools, config.get("selectedTools"))
+                servers = self.bounded_servers(definition, servers, caller.input)
             model, note = resolve_model(definition.model, config.get("model"), self.env)
             if note is not None:
                 self.warn(f"{definition.source}: {note}")
@@ -381,8 +430,10 @@ class Subagents:
                 task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
             if memory is not None:  # its own files, for the approval feature
                 task_input[MEMORY_KEY] = memory[0]
-            if definition.mcp_servers:  # started for it alone by the MCP feature
-                task_input[MCP_SERVERS_KEY] = list(definition.mcp_servers)
+            if servers:  # started for it alone by the MCP feature
+                task_input[MCP_SERVERS_KEY] = servers
+                if definition.from_project:  # not started once the project is not trusted
+                    task_input[PROJECT_AGENT_KEY] = True
             thinking = definition.thinking or config.get("thinkingLevel")
             if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
                 task_input[THINKING_KEY] = thinking

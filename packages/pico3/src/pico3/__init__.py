@@ -28,7 +28,8 @@ change without notice. The import-linter contract in the workspace's ``pyproject
   :func:`define_section` (system prompt sections), kinds :data:`TOOL_KIND`,
   :data:`MODEL_CALL_KIND`, :data:`JOB_KIND`; :data:`CLAUDE_CODE_TOOLS` and
   :func:`claude_code_names` (Claude Code's tool names and ours, for its rules, hooks and agents),
-  :func:`claude_tool` (one call of ours as Claude Code spells it).
+  :func:`claude_tool` (one call of ours as Claude Code spells it), :func:`claude_agent_id` (a
+  subagent's name as the id its definition and its permission rules compare).
 * The session services of the Chord worker (docs/design/chord.md#built-in-services): the tokens
   :data:`HarnessService` (``pi.harness``, local; its API is :class:`HarnessServiceApi`) and
   :data:`ConversationService` (``pi.conversation``, remotable; :class:`ConversationServiceApi`),
@@ -242,7 +243,12 @@ if _TYPE_CHECKING:  # bound at first use (_LAZY below)
         ToolDeclaration,
         ToolResult,
     )
-    from pico3.tools.claude_code import CLAUDE_CODE_TOOLS, claude_code_names, claude_tool
+    from pico3.tools.claude_code import (
+        CLAUDE_CODE_TOOLS,
+        claude_agent_id,
+        claude_code_names,
+        claude_tool,
+    )
     from pico3.turn import MODEL_CALL_KIND, TOOL_KIND
     from pico3.turn.collapse import CollapseInProgress, NothingToCollapse
     from pico3.turn.conversation import InputHandle
@@ -399,6 +405,7 @@ __all__ = [
     "ViewTurn",
     "Watch",
     "assistant_text",
+    "claude_agent_id",
     "claude_code_names",
     "claude_tool",
     "commands_sandbox",
@@ -505,6 +512,7 @@ _LAZY: dict[str, str] = {
     "planted_entries": "pico3.sandbox_scan",
     "entry_identities": "pico3.sandbox_scan",
     "CLAUDE_CODE_TOOLS": "pico3.tools.claude_code",
+    "claude_agent_id": "pico3.tools.claude_code",
     "claude_code_names": "pico3.tools.claude_code",
     "claude_tool": "pico3.tools.claude_code",
     "sandbox_available": "pico3.sandbox",

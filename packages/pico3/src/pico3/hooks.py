@@ -620,8 +620,11 @@ class HookRunner:
         ctx: Context,
     ) -> list[Any] | None:
         """All handlers run as ``handler({"sections": draft, "config": config, "tools":
-        tools}, api, ctx)``. A ``{"tools": [...]}`` return overrides the loadout (last wins);
-        a handler that raises has its draft edits rolled back. Returns the override or
+        tools}, api, ctx)``. A ``{"tools": [...]}`` return overrides the loadout, and the
+        handlers after it see that override as their ``tools`` (chained): a handler that adds
+        tools (an MCP feature's subagent servers) starts from what an earlier one left out (a
+        run's ``--tools``), so one handler can never offer again what another withheld. A
+        handler that raises has its draft edits rolled back. Returns the override or
         ``None``."""
         override: list[Any] | None = None
         api = self.api()
@@ -629,7 +632,8 @@ class HookRunner:
             if not binding.live:
                 continue
             saved = draft.snapshot()
-            payload = {"sections": draft, "config": config, "tools": list(tools)}
+            current = list(tools) if override is None else list(override)
+            payload = {"sections": draft, "config": config, "tools": current}
             try:
                 value = await _maybe(binding.handler(payload, api, ctx))
                 if value is not None:

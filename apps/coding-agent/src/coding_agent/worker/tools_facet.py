@@ -467,7 +467,7 @@ def tools_facet(
         return not (isinstance(provider, ProviderSearch) and provider.serves_search(info))
 
     def loadout(payload: dict[str, Any], api: Any, ctx: Context) -> Any:
-        # one hook for both, as the last override of a loadout wins (pico3's hook point)
+        # one hook for both (pico3 chains the overrides: a later hook starts from this one's)
         del api, ctx
         tools = payload["tools"]
         dropped = left_out | (frozenset(provider_only) if unserved(payload) else frozenset())

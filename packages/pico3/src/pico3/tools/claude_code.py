@@ -10,16 +10,33 @@ only copy: the approval, hooks and subagents features all read it.
 goes back (every Claude Code name a call of ours answers to, the one Claude Code sends first);
 :func:`claude_tool` spells one call of ours as Claude Code would (its name and its input's field
 names): what a hook is sent, and what ``-p --output-format json|stream-json`` writes.
+:func:`claude_agent_id` is a subagent's name as an id, the one spelling every feature compares:
+the subagents feature finds a definition by it, and a ``Task(name)``/``Agent(name)`` permission
+rule matches a call by it, so ``Intruder`` or ``intruder.`` is the agent ``intruder`` for both (a
+deny rule that compared the spelling let the model run the agent it denied by writing it in
+capitals).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["CLAUDE_CODE_TOOLS", "claude_code_names", "claude_tool"]
+__all__ = ["CLAUDE_CODE_TOOLS", "claude_agent_id", "claude_code_names", "claude_tool"]
+
+_NOT_IN_ID = re.compile(r"[^a-z0-9_-]+")
+
+
+def claude_agent_id(name: str) -> str:
+    """``name`` as a subagent id: lowercase; each run of characters other than letters, digits,
+    ``-`` and ``_`` becomes one ``-``; no ``-`` at either end; at most 64 characters
+    (``api.designer`` → ``api-designer``, ``Code Reviewer`` → ``code-reviewer``). ``""`` when
+    nothing is left."""
+    return _NOT_IN_ID.sub("-", name.strip().lower()).strip("-_")[:64].strip("-_")
+
 
 CLAUDE_CODE_TOOLS: Mapping[str, str] = MappingProxyType(
     {
