@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from worker_support import Client, connected, deny, text_of, worker_process, write_script
 
@@ -107,3 +108,22 @@ async def test_headless_refuses_it_and_says_how_to_proceed(
         "git configuration stays as is (then -p runs it too)\n"
     )
     assert not marker.exists()
+
+
+async def test_headless_offers_no_always_where_the_dialog_would_not(
+    session: Session, agent_env: dict[str, str], tmp_path: Path
+) -> None:
+    # a hook linked to /dev/stdin: its content cannot be pinned, so the dialog offers no
+    # "always", and -p's line does not send the user looking for it
+    init = ["git", "init", "-q", "."]
+    await anyio.run_process(init, cwd=session.cwd, check=True)
+    (session.cwd / ".git" / "hooks" / "pre-commit").symlink_to("/dev/stdin")
+    command = "git commit --allow-empty -m x"
+    steps = [{"toolCalls": [{"name": "bash", "arguments": {"command": command}}]}]
+    script = write_script(tmp_path / "script.json", [*steps, {"text": "done"}])
+    config = WorkerConfig(session, faux_script=script, permission_mode="auto", env=agent_env)
+    out, err = io.StringIO(), io.StringIO()
+    assert await run_headless("commit", config, mode="print", out=out, err=err) == 3
+    line = err.getvalue()
+    assert "pre-commit" in line and "trust the project" in line, line
+    assert "always" not in line, line

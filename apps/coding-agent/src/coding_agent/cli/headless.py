@@ -289,11 +289,15 @@ def _needs(request: dict[str, Any]) -> str:
 def _remedy(name: str, request: dict[str, Any]) -> str:
     reason = request.get("reason")
     if isinstance(reason, str) and _REPOSITORY_RUNS in reason:  # facets_approval.gitconfig
-        return (
-            "--approve allow, or trust the project (coding-agent --trust, or /trust in the "
-            "TUI), or allow it in the TUI always while its git configuration stays as is "
-            "(then -p runs it too)"
+        remedy = (
+            "--approve allow, or trust the project (coding-agent --trust, or /trust in the TUI)"
         )
+        if request.get("repositories"):  # the dialog would offer to remember it as it is
+            remedy += (
+                ", or allow it in the TUI always while its git configuration stays as is "
+                "(then -p runs it too)"
+            )
+        return remedy
     if isinstance(reason, str) and "outside the working directories" in reason:
         return "--approve allow or --permission-mode auto (or --add-dir, as above)"
     if isinstance(reason, str) and reason.startswith("This asks because "):
