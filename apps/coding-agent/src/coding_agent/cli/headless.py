@@ -71,6 +71,7 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.cli.claude_control import ControlChannel, UnsupportedContent, prompt_content
 from coding_agent.cli.claude_flags import allow_rule
 from coding_agent.cli.claude_output import ClaudeOutput, Subtype
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
@@ -102,6 +103,7 @@ from pico3 import (
     View,
     ViewDecoder,
     ViewEntry,
+    claude_tool,
     view_from_json,
 )
 from pico3.models import TextContent, ToolCall
@@ -315,12 +317,39 @@ def _responders(
     *,
     wait: float | None = None,
     waiting: Callable[[dict[str, Any]], None] | None = None,
+    sdk: tuple[ControlChannel, str] | None = None,
 ) -> list[Facet]:
     """The headless answers to the features' dialogs. With ``wait`` (``--wait-for-approval``) an
     approval is parked: left open for whoever attaches (a TUI, an editor) for ``wait`` seconds
     (``math.inf``: until answered), then answered as ``approve`` says. An answer from elsewhere
     closes the dialog, which cancels the wait; a worker restart reopens it and the wait starts
-    again. ``waiting`` hears each parked request."""
+    again. ``waiting`` hears each parked request. With ``sdk`` (``--permission-prompt-tool
+    stdio``: the channel and the session's folder) the Agent SDK's ``can_use_tool`` callback
+    answers each approval instead (:meth:`ControlChannel.can_use_tool`), as the TUI's dialog
+    would: a call it does not allow is refused."""
+
+    async def ask_sdk(dialog: Any, ctx: Context) -> None:
+        assert sdk is not None
+        channel, cwd = sdk
+        try:
+            request = dialog.request.value
+        except Exception:  # the dialog went away meanwhile
+            return
+        request = cast(dict[str, Any], request) if isinstance(request, dict) else {}
+        name, args = str(request.get("name") or "tool"), request.get("args")
+        tool_name, tool_input = claude_tool(name, args if isinstance(args, dict) else {}, cwd)
+        reason = request.get("reason")
+        permission = await channel.can_use_tool(
+            tool_name, tool_input, str(request.get("callId") or ""),
+            reason if isinstance(reason, str) else "",
+        )  # fmt: skip
+        if permission.allowed:
+            await dialog.decide({"decision": "allow", "by": "the Agent SDK"}, ctx)
+            return
+        by = f"the Agent SDK's can_use_tool ({permission.message})"
+        await dialog.decide({"decision": "deny", "by": by}, ctx)
+        if permission.interrupt:
+            channel.on_interrupt()
 
     async def decide(dialog: Any, ctx: Context) -> None:
         if wait is not None:
@@ -349,7 +378,7 @@ def _responders(
 
     facets: list[Facet] = []
     if "facets-approval" in features:
-        facets.append(_responder(APPROVAL_DIALOGS, decide))
+        facets.append(_responder(APPROVAL_DIALOGS, ask_sdk if sdk is not None else decide))
     if "facets-question" in features:
         facets.append(_responder(QUESTION_DIALOGS, cancel))
     if "facets-mcp" in features:  # a server asking the user: nobody to ask
@@ -432,6 +461,8 @@ async def run_headless(
     on_unanswered: Callable[[], None] | None = None,
     interrupt: Interrupt | None = None,
     max_turns: int | None = None,
+    channel: ControlChannel | None = None,
+    sdk_approvals: bool = False,
 ) -> int:
     """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
@@ -446,7 +477,49 @@ async def run_headless(
     (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.cli.
     max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
-    faux script (nothing is opened then)."""
+    faux script (nothing is opened then).
+
+    With ``channel`` (``--input-format stream-json``, :mod:`coding_agent.cli.claude_control`)
+    ``prompt`` is not sent: the prompts are the user lines the channel reads from stdin, each a
+    turn of its own reported as ``mode`` says (its own ``result`` line), one after another in
+    the session until stdin closes; the exit code is the last turn's (0 without one). The
+    channel's ``interrupt`` aborts the running turn as a signal does, its
+    ``set_permission_mode`` sets the session's mode, and with ``sdk_approvals``
+    (``--permission-prompt-tool stdio``) the SDK's ``can_use_tool`` answers the approvals."""
+    if channel is None:
+        return await _run_headless(
+            prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
+            on_unanswered=on_unanswered, interrupt=interrupt, max_turns=max_turns,
+        )  # fmt: skip
+    code = EXIT_OK
+    async with anyio.create_task_group() as group:
+        group.start_soon(channel.serve)  # initialize is answered while the session opens
+        try:
+            code = await _run_headless(
+                prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
+                on_unanswered=on_unanswered, max_turns=max_turns, channel=channel,
+                sdk_approvals=sdk_approvals,
+            )  # fmt: skip
+        finally:
+            group.cancel_scope.cancel()
+    return code
+
+
+async def _run_headless(
+    prompt: str,
+    config: WorkerConfig,
+    *,
+    mode: HeadlessMode,
+    out: TextIO,
+    approve: Literal["allow", "deny"],
+    err: TextIO | None,
+    verbose: bool,
+    on_unanswered: Callable[[], None] | None,
+    interrupt: Interrupt | None = None,
+    max_turns: int | None,
+    channel: ControlChannel | None = None,
+    sdk_approvals: bool = False,
+) -> int:
     if mode not in ("print", "json", *CLAUDE_MODES):
         raise ValueError(f"mode must be 'print', 'json' or a Claude Code one, got {mode!r}")
     if approve not in ("allow", "deny"):
@@ -463,9 +536,10 @@ async def run_headless(
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
     presentation.select(config.session.current_branch())
+    sdk = (channel, str(config.session.cwd)) if channel is not None and sdk_approvals else None
     extra = [
         presentation.facet(),
-        *_responders(features, approve, blocked),
+        *_responders(features, approve, blocked, sdk=sdk),
         _shell_user(shell),
     ]
     modes: list[Any] = []
@@ -488,42 +562,64 @@ async def run_headless(
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
-        send_options: dict[str, Any] = {}  # a command's model and allowed-tools
-        typed = prompt
-        if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
-            # lazy: start-up time (only a prompt that names a command loads the templates)
-            from coding_agent.cli.headless_commands import (
-                CommandBlocked,
-                UnknownCommand,
-                expand_prompt_command,
-            )
-            from coding_agent.context.prompt_templates import TemplateError
 
-            try:
-                expanded = await expand_prompt_command(
-                    prompt,
-                    session.cwd,
-                    approve,
-                    _shell_runner(shell, root.found[0]),
-                    _config_model(root.found[0].view.value),
-                    check=_command_check(shell_rules),
+        async def prepare(
+            prompt: str,
+        ) -> tuple[str | list[dict[str, Any]], dict[str, Any]] | int:
+            """The content and options a typed prompt sends (a command expanded, mentions
+            attached), or the exit code of a command that cannot run (its line is written)."""
+            send_options: dict[str, Any] = {}  # a command's model and allowed-tools
+            typed = prompt
+            if prompt.startswith(
+                "/"
+            ):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
+                # lazy: start-up time (only a prompt that names a command loads the templates)
+                from coding_agent.cli.headless_commands import (
+                    CommandBlocked,
+                    UnknownCommand,
+                    expand_prompt_command,
                 )
-            except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
-                print(f"coding-agent: error: {inert(str(error))}", file=errors)
-                errors.flush()
-                if isinstance(error, UnknownCommand):
-                    return EXIT_USAGE
-                return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
-            prompt, send_options = expanded.text, expanded.options
-            if expanded.note is not None:
-                print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
-                errors.flush()
-        # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
-        attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
-        content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
+                from coding_agent.context.prompt_templates import TemplateError
+
+                try:
+                    expanded = await expand_prompt_command(
+                        prompt,
+                        session.cwd,
+                        approve,
+                        _shell_runner(shell, root.found[0]),
+                        _config_model(root.found[0].view.value),
+                        check=_command_check(shell_rules),
+                    )
+                except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
+                    print(f"coding-agent: error: {inert(str(error))}", file=errors)
+                    errors.flush()
+                    if isinstance(error, UnknownCommand):
+                        return EXIT_USAGE
+                    return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
+                prompt, send_options = expanded.text, expanded.options
+                if expanded.note is not None:
+                    print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
+                    errors.flush()
+            # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
+            attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
+            content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
+            return content, send_options
+
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
+        if channel is not None:
+            return await _stream_turns(
+                channel, prepare, root.found[0], receive_events, session=session,
+                default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
+                verbose=verbose, failed=lambda: watch.message is not None, limit=limit,
+                left_out=config.run.left_out(), blocked=blocked, modes=modes,
+                storage=lambda: watch.message,
+            )  # fmt: skip
+        prepared = await prepare(prompt)
+        if isinstance(prepared, int):
+            return prepared
+        content, send_options = prepared
         line = {"session": session.id, "cwd": str(session.cwd), "mode": _mode_now(modes)}
         turn = await follow_turn(
             content,
@@ -548,6 +644,96 @@ async def run_headless(
         errors.flush()
         return EXIT_STORAGE
     return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
+
+
+async def _stream_turns(
+    channel: ControlChannel,
+    prepare: Callable[[str], Awaitable[tuple[str | list[dict[str, Any]], dict[str, Any]] | int]],
+    conversation: ConversationServiceApi,
+    events: Any,
+    *,
+    session: Session,
+    default_model: str | None,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    verbose: bool,
+    failed: Callable[[], bool],
+    limit: TurnLimit | None,
+    left_out: frozenset[str],
+    blocked: list[dict[str, Any]],
+    modes: list[Any],
+    storage: Callable[[], str | None],
+) -> int:
+    """The turns of a stream-json input (:mod:`coding_agent.cli.claude_control`): each user
+    line the channel reads is sent (a string as ``-p``'s prompt is: a command expanded, mentions
+    attached; blocks as they are) and followed to its end, and its ``result`` line written,
+    until stdin closes. A line that cannot be sent gets an error ``result`` of its own, so the
+    SDK waiting for one always hears it. Returns the last turn's exit code."""
+    code = EXIT_OK
+    running: list[Interrupt] = []  # the turn the channel's interrupt aborts
+
+    def interrupt_turn() -> bool:
+        if not running:
+            return False
+        stop = running[-1]
+        stop.signal = stop.signal or "an interrupt request"
+        stop.requested.set()
+        return True
+
+    async def set_mode(value: str) -> None:
+        if not modes:
+            raise ValueError(
+                "set_permission_mode needs the approval feature (facets-approval), which this "
+                "session does not load"
+            )
+        await modes[-1].set_mode(value, BACKGROUND)
+
+    channel.on_interrupt = interrupt_turn
+    channel.set_mode = set_mode
+    cwd = str(session.cwd)
+    async for message in channel.prompts():
+        try:
+            content: str | list[dict[str, Any]] = prompt_content(message)
+            options: dict[str, Any] = {}
+            if isinstance(content, str) and message.get("client_composed") is not True:
+                # (the SDK's verbatim_prompts marks a prompt to be sent as written)
+                prepared = await prepare(content)
+                if isinstance(prepared, int):  # (its error line is on err)
+                    code = prepared
+                    raise UnsupportedContent("the prompt's command could not run (see stderr)")
+                content, options = prepared
+        except UnsupportedContent as error:
+            claude = ClaudeOutput(out, stream=mode == "claude-stream-json",
+                                  session_id=session.id, cwd=cwd)  # fmt: skip
+            claude.result("error_during_execution", "", error=str(error))
+            print(f"coding-agent: error: {inert(str(error))}", file=err)
+            err.flush()
+            code = code if code != EXIT_OK else EXIT_FAILED
+            continue
+        stop = Interrupt()
+        running.append(stop)
+        if limit is not None:
+            limit.reset()
+        blocked.clear()
+        line = {"session": session.id, "cwd": cwd, "mode": _mode_now(modes)}
+        try:
+            turn = await follow_turn(
+                content, conversation, events, session_line=line, default_model=default_model,
+                mode=mode, out=out, err=err, verbose=verbose, failed=failed, options=options,
+                interrupt=stop, limit=limit, left_out=left_out,
+            )  # fmt: skip
+        finally:
+            running.clear()
+        problem = storage()
+        if problem is not None:  # one line, and the exit code says what happened
+            if turn.claude is not None:
+                turn.claude.result("error_during_execution", turn.text, error=problem)
+            print(f"coding-agent: error: {problem}", file=err)
+            err.flush()
+            return EXIT_STORAGE
+        code = report_turn(turn, list(blocked), mode=mode, out=out, err=err)
+    return code
 
 
 def _mode_now(modes: list[Any]) -> str | None:
