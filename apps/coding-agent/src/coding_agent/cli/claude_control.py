@@ -131,6 +131,9 @@ class ControlChannel:
         self._send_prompt, self._prompts = anyio.create_memory_object_stream[dict[str, Any]](256)
         self.closed = anyio.Event()
         """Set once stdin closed (or :meth:`serve` ended): no answer comes any more."""
+        self.ready = anyio.Event()
+        """Set by the run once the session is open and :attr:`set_mode` and
+        :attr:`on_interrupt` serve it; a ``set_permission_mode`` waits for it."""
 
     def line(self, value: Mapping[str, Any]) -> None:
         """Write one JSON line on ``out`` and flush it."""
@@ -250,6 +253,7 @@ class ControlChannel:
                     "and plan are (bypassPermissions is --permission-mode auto, given when the "
                     "run starts)"
                 )
+            await self.ready.wait()  # (sent before the first prompt, as the session opens)
             if self.set_mode is None:
                 raise ValueError(
                     "set_permission_mode needs the approval feature (facets-approval), which "

@@ -669,7 +669,8 @@ async def _stream_turns(
     line the channel reads is sent (a string as ``-p``'s prompt is: a command expanded, mentions
     attached; blocks as they are) and followed to its end, and its ``result`` line written,
     until stdin closes. A line that cannot be sent gets an error ``result`` of its own, so the
-    SDK waiting for one always hears it. Returns the last turn's exit code."""
+    SDK waiting for one always hears it. Returns the last turn's exit code (a call blocked
+    for want of approval is 0 here: its result lists it in ``permission_denials``)."""
     code = EXIT_OK
     running: list[Interrupt] = []  # the turn the channel's interrupt aborts
 
@@ -682,15 +683,11 @@ async def _stream_turns(
         return True
 
     async def set_mode(value: str) -> None:
-        if not modes:
-            raise ValueError(
-                "set_permission_mode needs the approval feature (facets-approval), which this "
-                "session does not load"
-            )
         await modes[-1].set_mode(value, BACKGROUND)
 
     channel.on_interrupt = interrupt_turn
-    channel.set_mode = set_mode
+    channel.set_mode = set_mode if modes else None  # (the approval feature's service)
+    channel.ready.set()
     cwd = str(session.cwd)
     async for message in channel.prompts():
         try:
@@ -733,6 +730,8 @@ async def _stream_turns(
             err.flush()
             return EXIT_STORAGE
         code = report_turn(turn, list(blocked), mode=mode, out=out, err=err)
+        if code == EXIT_BLOCKED:  # the result says it (permission_denials): not a failure
+            code = EXIT_OK  # for the SDK, which reads an exit code but 0 as the run's crash
     return code
 
 
