@@ -23,6 +23,9 @@
     coding-agent -p "prompt" --output-format json|stream-json   Claude Code's result object /
                                        its message lines (:mod:`coding_agent.cli.claude_output`);
                                        --max-turns N stops the run after N model turns
+    coding-agent --output-format stream-json --input-format stream-json [--permission-prompt-tool
+                                       stdio]   the Claude Agent SDK's protocol on stdin/stdout
+                                       (:mod:`coding_agent.cli.claude_control`)
     coding-agent -p --model X "prompt" the prompt may stand anywhere among the options; with
                                        -p/--json a word naming a subcommand is the prompt
                                        (:mod:`coding_agent.cli.argv`)
