@@ -237,6 +237,8 @@ async def test_set_permission_mode_and_unserved_requests(
     async with ClaudeSDKClient(_options(project, agent_env, script, can_use_tool=deny)) as client:
         with pytest.raises(Exception, match="Unsupported control request subtype: mcp_status"):
             await client.get_mcp_status()
+        with pytest.raises(Exception, match="set_model: the model is chosen when the run starts"):
+            await client.set_model("claude-sonnet-5")
         with pytest.raises(Exception, match="bypassPermissions is --permission-mode auto"):
             await client.set_permission_mode("bypassPermissions")
         await client.set_permission_mode("acceptEdits")  # an edit in the project runs unasked

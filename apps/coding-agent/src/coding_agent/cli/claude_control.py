@@ -62,6 +62,15 @@ _SDK_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
 settings that forbid it are checked)."""
 
 
+_INSTEAD = {
+    "set_model": "the model is chosen when the run starts (ClaudeAgentOptions.model, "
+    "--model provider/id)",
+    "mcp_message": "SDK MCP servers are not served; give the server as a command "
+    "(ClaudeAgentOptions.mcp_servers with command/args, --mcp-config)",
+}
+"""What to do instead of a control request that is not served, where there is something."""
+
+
 class UnsupportedContent(ValueError):
     """A user message holds a content block this CLI cannot send to the model."""
 
@@ -261,8 +270,11 @@ class ControlChannel:
                 )
             await self.set_mode(ours)
             return {}
+        instead = _INSTEAD.get(subtype)
         raise ValueError(
-            f"Unsupported control request subtype: {subtype} (coding-agent serves "
+            f"Unsupported control request subtype: {subtype}"
+            + (f": {instead}" if instead else "")
+            + f" (coding-agent serves "
             f"{', '.join(CONTROL_SUBTYPES)})"
         )
 
