@@ -4,7 +4,8 @@ the scripted faux model (nothing reaches the network). The SDK speaks ``--input-
 stream-json`` and the control protocol (:mod:`coding_agent.cli.claude_control`): the
 ``initialize`` handshake, prompts as user lines (several turns in one process), ``can_use_tool``
 requests that decide the approvals with ``--permission-prompt-tool stdio`` (a denied call does
-not run), ``interrupt``, ``set_permission_mode``, and an error for a request not served."""
+not run), ``interrupt``, ``set_permission_mode``, an error for a request not served, and
+``--include-partial-messages`` (``stream_event`` lines)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from claude_agent_sdk import (
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
+    StreamEvent,
     SystemMessage,
     TextBlock,
     ToolPermissionContext,
@@ -271,3 +273,24 @@ async def test_prompts_as_content_blocks_each_get_a_result(
     assert "a document content block is not supported here" in (refused.result or "")
     assert not answered.is_error
     assert "user: first block second" in (answered.result or "")  # what the model was sent
+
+
+@pytest.mark.anyio
+async def test_partial_messages_stream_the_answer_before_its_message(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    answer = "The quick brown fox jumps over the lazy dog, twice over the fence."
+    script = [{"thinking": "Let me think about it.", "text": answer}]
+    options = _options(project, agent_env, script, include_partial_messages=True)
+    messages = await _all(query(prompt="a fox?", options=options))
+    kinds = [type(m).__name__ for m in messages]
+    assert kinds[0] == "SystemMessage" and kinds[-2:] == ["AssistantMessage", "ResultMessage"]
+    events = [m.event for m in messages if isinstance(m, StreamEvent)]
+    assert len(events) == len(messages) - 3  # every line between init and the answer
+    assert events[0]["type"] == "message_start" and events[-1]["type"] == "message_stop"
+    deltas = [e["delta"] for e in events if e["type"] == "content_block_delta"]
+    assert "".join(d["text"] for d in deltas if d["type"] == "text_delta") == answer
+    thought = "".join(d["thinking"] for d in deltas if d["type"] == "thinking_delta")
+    assert thought == "Let me think about it."
+    starts = [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"]
+    assert starts == ["thinking", "text"]

@@ -55,7 +55,6 @@ _MODE_HINTS = {
 CLAUDE_FLAGS: dict[str, str] = {
     "--dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
     "--allow-dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
-    "--include-partial-messages": "--json streams every event as it happens",
     "--max-budget-usd": "no counterpart: --max-turns N caps the run (the result's "
     "total_cost_usd says what it cost)",
     "--json-schema": "no counterpart: ask for the JSON in the prompt and read it from .result "

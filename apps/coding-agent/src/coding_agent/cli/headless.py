@@ -200,16 +200,26 @@ class _Root:
         self.chosen.set()
 
 
+PARTIAL = "coding-agent.partial"
+"""The type of the event :func:`_presentation` adds (with ``partial=True``) when the streaming
+answer (the view's ``turn.message``) grew: ``message`` is its JSON. :func:`follow_turn` hands
+it to Claude Code's ``stream_event`` lines (``--include-partial-messages``); never written out
+as it is."""
+
+
 def _presentation(
     events: MemoryObjectSendStream[Event],
     root: Callable[[ConversationServiceApi], None],
     *,
     rehydrate: bool = False,
+    partial: bool = False,
 ) -> BranchView:
     """Follow the conversation selected on the result (:meth:`BranchView.select`); every
     update's events go to ``events`` (and, with ``rehydrate``, a :data:`REHYDRATED` event for
-    every hydrate after the first)."""
+    every hydrate after the first; with ``partial``, a :data:`PARTIAL` event for every update
+    whose streaming answer changed)."""
     followed = [False]
+    streaming: list[Any] = [None]  # the last streaming answer passed on
 
     def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
         if kind == "hydrate":
@@ -223,7 +233,12 @@ def _presentation(
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
             return
-        for event in value["commit"]["events"]:
+        turn = value.get("turn") if partial else None
+        message = turn.get("message") if isinstance(turn, dict) else None
+        grew = isinstance(message, dict) and message != streaming[0]
+        streaming[0] = message
+        added = [{"type": PARTIAL, "message": message}] if grew else []
+        for event in [*value["commit"]["events"], *added]:
             try:
                 events.send_nowait(event)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -463,6 +478,7 @@ async def run_headless(
     max_turns: int | None = None,
     channel: ControlChannel | None = None,
     sdk_approvals: bool = False,
+    partial: bool = False,
 ) -> int:
     """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
@@ -485,11 +501,14 @@ async def run_headless(
     the session until stdin closes; the exit code is the last turn's (0 without one). The
     channel's ``interrupt`` aborts the running turn as a signal does, its
     ``set_permission_mode`` sets the session's mode, and with ``sdk_approvals``
-    (``--permission-prompt-tool stdio``) the SDK's ``can_use_tool`` answers the approvals."""
+    (``--permission-prompt-tool stdio``) the SDK's ``can_use_tool`` answers the approvals.
+    ``partial`` (``--include-partial-messages``, with ``claude-stream-json``): the answers
+    stream as Claude Code's ``stream_event`` lines too (:meth:`ClaudeOutput.partial`)."""
     if channel is None:
         return await _run_headless(
             prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
             on_unanswered=on_unanswered, interrupt=interrupt, max_turns=max_turns,
+            partial=partial,
         )  # fmt: skip
     code = EXIT_OK
     async with anyio.create_task_group() as group:
@@ -498,7 +517,7 @@ async def run_headless(
             code = await _run_headless(
                 prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
                 on_unanswered=on_unanswered, max_turns=max_turns, channel=channel,
-                sdk_approvals=sdk_approvals,
+                sdk_approvals=sdk_approvals, partial=partial,
             )  # fmt: skip
         finally:
             group.cancel_scope.cancel()
@@ -519,6 +538,7 @@ async def _run_headless(
     max_turns: int | None,
     channel: ControlChannel | None = None,
     sdk_approvals: bool = False,
+    partial: bool = False,
 ) -> int:
     if mode not in ("print", "json", *CLAUDE_MODES):
         raise ValueError(f"mode must be 'print', 'json' or a Claude Code one, got {mode!r}")
@@ -532,7 +552,9 @@ async def _run_headless(
     blocked: list[dict[str, Any]] = []
     shell: list[Any] = []
     shell_rules: list[Any] = []
-    presentation = _presentation(send_events, root)
+    presentation = _presentation(
+        send_events, root, partial=partial and mode == "claude-stream-json"
+    )
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
     presentation.select(config.session.current_branch())
@@ -614,7 +636,7 @@ async def _run_headless(
                 default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
                 verbose=verbose, failed=lambda: watch.message is not None, limit=limit,
                 left_out=config.run.left_out(), blocked=blocked, modes=modes,
-                storage=lambda: watch.message,
+                storage=lambda: watch.message, partial=partial,
             )  # fmt: skip
         prepared = await prepare(prompt)
         if isinstance(prepared, int):
@@ -636,6 +658,7 @@ async def _run_headless(
             interrupt=interrupt,
             limit=limit,
             left_out=config.run.left_out(),
+            partial=partial,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         if turn.claude is not None:
@@ -664,6 +687,7 @@ async def _stream_turns(
     blocked: list[dict[str, Any]],
     modes: list[Any],
     storage: Callable[[], str | None],
+    partial: bool,
 ) -> int:
     """The turns of a stream-json input (:mod:`coding_agent.cli.claude_control`): each user
     line the channel reads is sent (a string as ``-p``'s prompt is: a command expanded, mentions
@@ -718,7 +742,7 @@ async def _stream_turns(
             turn = await follow_turn(
                 content, conversation, events, session_line=line, default_model=default_model,
                 mode=mode, out=out, err=err, verbose=verbose, failed=failed, options=options,
-                interrupt=stop, limit=limit, left_out=left_out,
+                interrupt=stop, limit=limit, left_out=left_out, partial=partial,
             )  # fmt: skip
         finally:
             running.clear()
@@ -812,6 +836,7 @@ async def follow_turn(
     interrupt: Interrupt | None = None,
     limit: TurnLimit | None = None,
     left_out: frozenset[str] = frozenset(),
+    partial: bool = False,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -821,7 +846,9 @@ async def follow_turn(
     ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`).
     ``limit`` (``--max-turns``) counts this conversation's model calls; a call past it aborts
     the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
-    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line."""
+    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line.
+    ``partial``: ``--include-partial-messages`` (the ``claude-stream-json`` answers streamed
+    as ``stream_event`` lines too)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -835,8 +862,9 @@ async def follow_turn(
     elif mode in CLAUDE_MODES:
         cwd = str(session_line.get("cwd") or "")
         claude = turn.claude = ClaudeOutput(
-            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd
-        )
+            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd,
+            partial=partial,
+        )  # fmt: skip
         config = conversation.view.value.get("config")
         tools = config.get("selectedTools") if isinstance(config, dict) else None
         claude.init(
@@ -957,6 +985,10 @@ async def _read_turn(
                         _json_line(out, {"type": "entry.added", "entry": raw})
             if input_id >= 0 and _ended_meanwhile(view, input_id, turn):
                 return True
+            continue
+        if event.get("type") == PARTIAL:
+            if turn.claude is not None:
+                turn.claude.partial(event["message"])
             continue
         if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
             continue  # already reported from a rehydrated view

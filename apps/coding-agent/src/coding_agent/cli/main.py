@@ -303,6 +303,12 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         "stream-json); README 'Driving it from the Claude Agent SDK'",
     )
     parser.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="with --output-format stream-json: the answers stream as they are written too "
+        "(Claude Code's stream_event lines: text and thinking deltas)",
+    )
+    parser.add_argument(
         "--permission-prompt-tool",
         metavar="stdio",
         help="with --input-format stream-json: stdio sends every approval as a can_use_tool "
@@ -825,7 +831,8 @@ def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
 
 def _check_stream_input(args: argparse.Namespace) -> None:
     """``--input-format stream-json`` (the Agent SDK's protocol, :mod:`coding_agent.cli.
-    claude_control`) writes Claude Code's stream-json and runs in this process;
+    claude_control`) and ``--include-partial-messages`` write Claude Code's stream-json and run
+    in this process;
     ``--permission-prompt-tool`` takes ``stdio`` with it only (an MCP tool as the prompt is not
     served: the approvals would go unanswered)."""
     streaming = args.input_format == "stream-json"
@@ -841,6 +848,17 @@ def _check_stream_input(args: argparse.Namespace) -> None:
             "--permission-prompt-tool stdio asks over the stream-json control protocol: give "
             "--input-format stream-json --output-format stream-json too"
         )
+    if args.include_partial_messages:
+        if args.output_format != "stream-json":
+            _usage_exit("--include-partial-messages needs --output-format stream-json")
+        for flag, value in (
+            ("--server", args.server),
+            ("--wait-for-approval", args.wait_for_approval),
+        ):
+            if value is not None:
+                _usage_exit(
+                    f"--include-partial-messages streams a run in this process: leave {flag} out"
+                )
     if not streaming:
         return
     if args.output_format != "stream-json":
@@ -909,6 +927,7 @@ async def _run_headless(
         prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
         on_unanswered=unanswered, interrupt=interrupt, max_turns=args.max_turns,
         channel=channel, sdk_approvals=args.permission_prompt_tool == "stdio",
+        partial=args.include_partial_messages,
     )  # fmt: skip
 
 
