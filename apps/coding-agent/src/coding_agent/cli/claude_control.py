@@ -36,9 +36,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import sys
+import stat
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, BinaryIO, TextIO, cast
+from typing import Any, TextIO, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -129,10 +129,11 @@ class ControlChannel:
     modes). ``out`` is shared with the turns' stream-json lines: every line is written whole
     and flushed, from the one event loop, so lines never interleave."""
 
-    def __init__(self, out: TextIO, err: TextIO, stdin: BinaryIO | None = None) -> None:
+    def __init__(self, out: TextIO, err: TextIO, stdin: int = 0) -> None:
         self.out = out
         self.err = err
-        self.stdin = stdin if stdin is not None else sys.stdin.buffer
+        self.stdin = stdin
+        """The file descriptor the lines are read from (0: stdin)."""
         self.on_interrupt: Callable[[], bool] = lambda: False
         self.set_mode: Callable[[str], Awaitable[None]] | None = None
         self._ids = itertools.count(1)
@@ -165,12 +166,7 @@ class ControlChannel:
         requests delivered. At the end every request still waiting is refused."""
         try:
             async with anyio.create_task_group() as group:
-                while True:
-                    raw = await anyio.to_thread.run_sync(
-                        self.stdin.readline, abandon_on_cancel=True
-                    )
-                    if not raw:
-                        break
+                async for raw in _lines(self.stdin):
                     text = raw.decode("utf-8", "replace").strip()
                     if not text:
                         continue
@@ -307,6 +303,27 @@ class ControlChannel:
                 self.line({"type": "control_cancel_request", "request_id": request_id})
             raise
         return _permission(response, tool_input)
+
+
+async def _lines(fd: int) -> AsyncIterator[bytes]:
+    """The lines read from ``fd`` until its end. A pipe, socket or terminal is waited on in the
+    event loop (no thread: a run cancelled while the SDK keeps stdin open exits at once); a
+    file (or ``/dev/null``) is simply read."""
+    mode = os.fstat(fd).st_mode
+    waits = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+    pending = bytearray()
+    while True:
+        if waits:
+            await anyio.wait_readable(fd)
+        chunk = os.read(fd, 1 << 16)  # readable: returns what is there, without blocking
+        if not chunk:
+            break
+        pending += chunk
+        while (end := pending.find(b"\n")) >= 0:
+            yield bytes(pending[:end])
+            del pending[: end + 1]
+    if pending:
+        yield bytes(pending)
 
 
 async def _first(
