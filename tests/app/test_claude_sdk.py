@@ -10,6 +10,8 @@ not run), ``interrupt``, ``set_permission_mode``, an error for a request not ser
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -294,3 +296,37 @@ async def test_partial_messages_stream_the_answer_before_its_message(
     assert thought == "Let me think about it."
     starts = [e["content_block"]["type"] for e in events if e["type"] == "content_block_start"]
     assert starts == ["thinking", "text"]
+
+
+def test_a_signal_ends_a_stream_json_run_while_stdin_stays_open(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """SIGTERM between turns ends the run at once (exit 130), though its stdin is still open:
+    the lines are not read by a thread the interpreter would wait for at exit."""
+    script = project.parent / "script.json"
+    script.write_text(json.dumps([{"text": "unused"}]))
+    env = {**agent_env, "XDG_CONFIG_HOME": str(project.parent / "config"),
+           "CODING_AGENT_WARM_START": "0"}  # fmt: skip
+    process = subprocess.Popen(
+        [str(BINARY), "--faux-script", str(script), "--output-format", "stream-json",
+         "--input-format", "stream-json"],
+        cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        request = {"subtype": "initialize", "hooks": None}
+        process.stdin.write(json.dumps({"type": "control_request", "request_id": "r1",
+                                        "request": request}) + "\n")  # fmt: skip
+        process.stdin.flush()
+        answer = json.loads(process.stdout.readline())  # the run is reading stdin now
+        assert answer["response"]["subtype"] == "success"
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=TIMEOUT) == 130  # stdin is still open
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
