@@ -69,7 +69,6 @@ def _options(
         **agent_env,
         "XDG_CONFIG_HOME": str(project.parent / "config"),
         "CODING_AGENT_WARM_START": "0",  # the run in this process, nothing outlives the test
-        "CLAUDE_AGENT_SDK_SKIP_VERSION_CHECK": "1",
     }
     return ClaudeAgentOptions(cli_path=str(wrapper), cwd=str(project), env=env, **more)
 

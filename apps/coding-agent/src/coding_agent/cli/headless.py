@@ -634,7 +634,7 @@ async def _run_headless(
             return await _stream_turns(
                 channel, prepare, root.found[0], receive_events, session=session,
                 default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
-                verbose=verbose, failed=lambda: watch.message is not None, limit=limit,
+                failed=lambda: watch.message is not None, limit=limit,
                 left_out=config.run.left_out(), blocked=blocked, modes=modes,
                 storage=lambda: watch.message, partial=partial,
             )  # fmt: skip
@@ -680,7 +680,6 @@ async def _stream_turns(
     mode: HeadlessMode,
     out: TextIO,
     err: TextIO,
-    verbose: bool,
     failed: Callable[[], bool],
     limit: TurnLimit | None,
     left_out: frozenset[str],
@@ -693,7 +692,8 @@ async def _stream_turns(
     line the channel reads is sent (a string as ``-p``'s prompt is: a command expanded, mentions
     attached; blocks as they are) and followed to its end, and its ``result`` line written,
     until stdin closes. A line that cannot be sent gets an error ``result`` of its own, so the
-    SDK waiting for one always hears it. Returns the last turn's exit code (a call blocked
+    SDK waiting for one always hears it. No session line goes to ``err`` (``--verbose``, which
+    the SDK always passes): each turn's ``init`` line names the session. Returns the last turn's exit code (a call blocked
     for want of approval is 0 here: its result lists it in ``permission_denials``)."""
     code = EXIT_OK
     running: list[Interrupt] = []  # the turn the channel's interrupt aborts
@@ -741,7 +741,7 @@ async def _stream_turns(
         try:
             turn = await follow_turn(
                 content, conversation, events, session_line=line, default_model=default_model,
-                mode=mode, out=out, err=err, verbose=verbose, failed=failed, options=options,
+                mode=mode, out=out, err=err, verbose=False, failed=failed, options=options,
                 interrupt=stop, limit=limit, left_out=left_out, partial=partial,
             )  # fmt: skip
         finally:
