@@ -157,6 +157,10 @@ async def test_can_use_tool_denies_a_call_and_it_does_not_run(
     assert "no files today" in str(tool_result.content)  # the model reads the SDK's reason
     result = messages[-1]
     assert isinstance(result, ResultMessage) and result.result == "I could not."
+    assert result.permission_denials == [
+        {"tool_name": "Bash", "tool_use_id": tool_result.tool_use_id,
+         "tool_input": {"command": "touch denied.txt"}}
+    ]  # fmt: skip
 
 
 @pytest.mark.anyio

@@ -332,20 +332,21 @@ def _responders(
     *,
     wait: float | None = None,
     waiting: Callable[[dict[str, Any]], None] | None = None,
-    sdk: tuple[ControlChannel, str] | None = None,
+    sdk: tuple[ControlChannel, str, list[dict[str, Any]]] | None = None,
 ) -> list[Facet]:
     """The headless answers to the features' dialogs. With ``wait`` (``--wait-for-approval``) an
     approval is parked: left open for whoever attaches (a TUI, an editor) for ``wait`` seconds
     (``math.inf``: until answered), then answered as ``approve`` says. An answer from elsewhere
     closes the dialog, which cancels the wait; a worker restart reopens it and the wait starts
     again. ``waiting`` hears each parked request. With ``sdk`` (``--permission-prompt-tool
-    stdio``: the channel and the session's folder) the Agent SDK's ``can_use_tool`` callback
-    answers each approval instead (:meth:`ControlChannel.can_use_tool`), as the TUI's dialog
-    would: a call it does not allow is refused."""
+    stdio``: the channel, the session's folder and a list of the calls it refused) the Agent
+    SDK's ``can_use_tool`` callback answers each approval instead
+    (:meth:`ControlChannel.can_use_tool`), as the TUI's dialog would: a call it does not allow
+    is refused, and added to the list (the result's ``permission_denials``)."""
 
     async def ask_sdk(dialog: Any, ctx: Context) -> None:
         assert sdk is not None
-        channel, cwd = sdk
+        channel, cwd, denied = sdk
         try:
             request = dialog.request.value
         except Exception:  # the dialog went away meanwhile
@@ -362,6 +363,7 @@ def _responders(
             await dialog.decide({"decision": "allow", "by": "the Agent SDK"}, ctx)
             return
         by = f"the Agent SDK's can_use_tool ({permission.message})"
+        denied.append({"name": name, "args": args})
         await dialog.decide({"decision": "deny", "by": by}, ctx)
         if permission.interrupt:
             channel.on_interrupt()
@@ -558,7 +560,12 @@ async def _run_headless(
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
     presentation.select(config.session.current_branch())
-    sdk = (channel, str(config.session.cwd)) if channel is not None and sdk_approvals else None
+    denied: list[dict[str, Any]] = []  # the calls the SDK's can_use_tool refused
+    sdk = (
+        (channel, str(config.session.cwd), denied)
+        if channel is not None and sdk_approvals
+        else None
+    )
     extra = [
         presentation.facet(),
         *_responders(features, approve, blocked, sdk=sdk),
@@ -634,7 +641,7 @@ async def _run_headless(
             return await _stream_turns(
                 channel, prepare, root.found[0], receive_events, session=session,
                 default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
-                failed=lambda: watch.message is not None, limit=limit,
+                failed=lambda: watch.message is not None, limit=limit, denied=denied,
                 left_out=config.run.left_out(), blocked=blocked, modes=modes,
                 storage=lambda: watch.message, partial=partial,
             )  # fmt: skip
@@ -684,6 +691,7 @@ async def _stream_turns(
     limit: TurnLimit | None,
     left_out: frozenset[str],
     blocked: list[dict[str, Any]],
+    denied: list[dict[str, Any]],
     modes: list[Any],
     storage: Callable[[], str | None],
     partial: bool,
@@ -737,6 +745,7 @@ async def _stream_turns(
         if limit is not None:
             limit.reset()
         blocked.clear()
+        denied.clear()
         line = {"session": session.id, "cwd": cwd, "mode": _mode_now(modes)}
         try:
             turn = await follow_turn(
@@ -753,7 +762,7 @@ async def _stream_turns(
             print(f"coding-agent: error: {problem}", file=err)
             err.flush()
             return EXIT_STORAGE
-        code = report_turn(turn, list(blocked), mode=mode, out=out, err=err)
+        code = report_turn(turn, list(blocked), mode=mode, out=out, err=err, denied=denied)
         if code == EXIT_BLOCKED:  # the result says it (permission_denials): not a failure
             code = EXIT_OK  # for the SDK, which reads an exit code but 0 as the run's crash
     return code
@@ -1040,9 +1049,12 @@ def report_turn(
     out: TextIO,
     err: TextIO,
     on_unanswered: Callable[[], None] | None = None,
+    denied: Sequence[Mapping[str, Any]] = (),
 ) -> int:
     """Write the outcome (the answer, the ``--json`` result line or Claude Code's result; the
-    error lines) and return the exit code."""
+    error lines) and return the exit code. ``denied``: the calls the Agent SDK's
+    ``can_use_tool`` refused (``{"name", "args"}``), in Claude Code's ``permission_denials``
+    with those refused for want of approval."""
     errors = err
     again = f" (continue the session: coding-agent --resume {turn.session})"
     if turn.interrupted is not None:  # aborted: no answer, and the session is kept
@@ -1088,7 +1100,8 @@ def report_turn(
         subtype: Subtype = "success" if ok else "error_during_execution"
         if turn.limited is not None:
             subtype = "error_max_turns"
-        turn.claude.result(subtype, text, error=failure, refused=[*blocked, *unapproved])
+        refused = [*blocked, *unapproved, *denied]
+        turn.claude.result(subtype, text, error=failure, refused=refused)
     elif ok or text:
         text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
         out.write(text if text.endswith("\n") else text + "\n")
