@@ -244,8 +244,6 @@ async def test_set_permission_mode_and_unserved_requests(
     async with ClaudeSDKClient(_options(project, agent_env, script, can_use_tool=deny)) as client:
         with pytest.raises(Exception, match="Unsupported control request subtype: mcp_status"):
             await client.get_mcp_status()
-        with pytest.raises(Exception, match="set_model: the model is chosen when the run starts"):
-            await client.set_model("claude-sonnet-5")
         with pytest.raises(Exception, match="bypassPermissions is --permission-mode auto"):
             await client.set_permission_mode("bypassPermissions")
         await client.set_permission_mode("acceptEdits")  # an edit in the project runs unasked
@@ -333,3 +331,32 @@ def test_a_signal_ends_a_stream_json_run_while_stdin_stays_open(
         for pipe in (process.stdin, process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+@pytest.mark.anyio
+async def test_set_model_switches_the_model_of_the_next_turns(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    script = {"steps": [{"text": "One."}, {"text": "Two."}, {"text": "Three."}],
+              "models": [{"id": "faux-2"}]}  # fmt: skip
+    async with ClaudeSDKClient(_options(project, agent_env, script)) as client:
+        await client.query("one")
+        first = await _all(client.receive_response())
+        with pytest.raises(Exception, match="a model is provider/id"):
+            await client.set_model("claude-sonnet-5")
+        with pytest.raises(Exception, match=r"unknown model faux/nope \(available: faux/faux-1"):
+            await client.set_model("faux/nope")
+        await client.set_model("faux/faux-2")
+        await client.query("two")
+        second = await _all(client.receive_response())
+        await client.set_model(None)  # the model the run started with
+        await client.query("three")
+        third = await _all(client.receive_response())
+    models = []
+    for turn in (first, second, third):
+        init, answer = turn[0], turn[-2]
+        assert isinstance(init, SystemMessage) and isinstance(answer, AssistantMessage)
+        models.append((init.data["model"], answer.model))
+    assert models == [
+        ("faux/faux-1", "faux-1"), ("faux/faux-2", "faux-2"), ("faux/faux-1", "faux-1")
+    ]  # fmt: skip

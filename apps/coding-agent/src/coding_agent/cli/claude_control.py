@@ -16,7 +16,9 @@ its stdin open. Every line on stdin is one JSON object:
   ``error`` text). The subtypes served (:meth:`ControlChannel.handle`): ``initialize`` (the
   SDK's handshake), ``interrupt`` (the running turn is aborted as Ctrl+C aborts a ``-p`` run:
   durably, its result an ``error_during_execution``), ``set_permission_mode`` (Claude Code's
-  ``default``, ``acceptEdits`` and ``plan``, the modes that mean the same here). Any other
+  ``default``, ``acceptEdits`` and ``plan``, the modes that mean the same here), ``set_model``
+  (this agent's ``provider/id``, one the session's providers serve; ``null``: the model the run
+  started with) for the turns after it. Any other
   subtype, and hooks or agents registered through ``initialize`` (SDK callbacks this CLI does
   not call), get an error naming what is not served and what to do instead: never a hang.
 * ``{"type": "control_response", ...}``: the SDK's answer to a request of ours. With
@@ -53,7 +55,7 @@ __all__ = [
     "prompt_content",
 ]
 
-CONTROL_SUBTYPES = ("initialize", "interrupt", "set_permission_mode")
+CONTROL_SUBTYPES = ("initialize", "interrupt", "set_permission_mode", "set_model")
 """The ``control_request`` subtypes this CLI serves; any other gets an error response."""
 
 _SDK_MODES = {"default": "ask", "acceptEdits": "accept-edits", "plan": "plan"}
@@ -63,8 +65,6 @@ settings that forbid it are checked)."""
 
 
 _INSTEAD = {
-    "set_model": "the model is chosen when the run starts (ClaudeAgentOptions.model, "
-    "--model provider/id)",
     "mcp_message": "SDK MCP servers are not served; give the server as a command "
     "(ClaudeAgentOptions.mcp_servers with command/args, --mcp-config)",
 }
@@ -136,6 +136,7 @@ class ControlChannel:
         """The file descriptor the lines are read from (0: stdin)."""
         self.on_interrupt: Callable[[], bool] = lambda: False
         self.set_mode: Callable[[str], Awaitable[None]] | None = None
+        self.set_model: Callable[[str | None], Awaitable[None]] | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[str, MemoryObjectSendStream[Mapping[str, Any]]] = {}
         self._send_prompt, self._prompts = anyio.create_memory_object_stream[dict[str, Any]](256)
@@ -265,6 +266,15 @@ class ControlChannel:
                     "this session does not load"
                 )
             await self.set_mode(ours)
+            return {}
+        if subtype == "set_model":
+            model = request.get("model")
+            if model is not None and not isinstance(model, str):
+                raise ValueError(f"set_model takes a provider/id or null, got {model!r}")
+            await self.ready.wait()  # (sent before the first prompt, as the session opens)
+            if self.set_model is None:
+                raise ValueError("set_model: the session is not open")
+            await self.set_model(model)
             return {}
         instead = _INSTEAD.get(subtype)
         raise ValueError(

@@ -85,6 +85,7 @@ from coding_agent.contracts import (
     MCP_SAMPLING,
     QUESTION_DIALOGS,
     ShellService,
+    WorkerStatusService,
 )
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -95,6 +96,7 @@ from coding_agent.worker.main import (
 )
 from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import BranchView
+from coding_agent.worker.status import model_choice
 from pico3 import (
     AssistantEntry,
     ConversationServiceApi,
@@ -572,6 +574,9 @@ async def _run_headless(
         _shell_user(shell),
     ]
     modes: list[Any] = []
+    statuses: list[Any] = []  # the worker's status (its models), for set_model
+    if channel is not None:
+        extra.append(_service_user(WorkerStatusService, statuses, "status"))
     if "facets-approval" in features:  # a template's `!` lines are checked by its rules
         extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
         extra.append(_service_user(APPROVAL_MODE, modes, "mode"))
@@ -642,6 +647,7 @@ async def _run_headless(
                 channel, prepare, root.found[0], receive_events, session=session,
                 default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
                 failed=lambda: watch.message is not None, limit=limit, denied=denied,
+                statuses=statuses,
                 left_out=config.run.left_out(), blocked=blocked, modes=modes,
                 storage=lambda: watch.message, partial=partial,
             )  # fmt: skip
@@ -693,6 +699,7 @@ async def _stream_turns(
     blocked: list[dict[str, Any]],
     denied: list[dict[str, Any]],
     modes: list[Any],
+    statuses: list[Any],
     storage: Callable[[], str | None],
     partial: bool,
 ) -> int:
@@ -717,8 +724,14 @@ async def _stream_turns(
     async def set_mode(value: str) -> None:
         await modes[-1].set_mode(value, BACKGROUND)
 
+    async def set_model(value: str | None) -> None:  # for the turns after it
+        status = statuses[-1].state.value if statuses else None
+        model = model_choice(value or default_model or "", status)
+        await conversation.config_set({"model": model}, BACKGROUND)
+
     channel.on_interrupt = interrupt_turn
     channel.set_mode = set_mode if modes else None  # (the approval feature's service)
+    channel.set_model = set_model
     channel.ready.set()
     cwd = str(session.cwd)
     async for message in channel.prompts():
