@@ -18,16 +18,17 @@ its stdin open. Every line on stdin is one JSON object:
   durably, its result an ``error_during_execution``), ``set_permission_mode`` (Claude Code's
   ``default``, ``acceptEdits`` and ``plan``, the modes that mean the same here), ``set_model``
   (this agent's ``provider/id``, one the session's providers serve; ``null``: the model the run
-  started with) for the turns after it. Any other
-  subtype, and hooks or agents registered through ``initialize`` (SDK callbacks this CLI does
-  not call), get an error naming what is not served and what to do instead: never a hang.
+  started with) for the turns after it. Any other subtype, and hooks or agents registered
+  through ``initialize`` (SDK callbacks this CLI does not call), get an error naming what is
+  not served and what to do instead: never a hang.
 * ``{"type": "control_response", ...}``: the SDK's answer to a request of ours. With
   ``--permission-prompt-tool stdio`` every approval the session would ask the user for is a
   ``can_use_tool`` request instead (:meth:`ControlChannel.can_use_tool`: Claude Code's tool name
   and input, the call's ``tool_use_id``), and the SDK's ``can_use_tool`` callback decides it:
   ``allow`` runs the call, ``deny`` refuses it (the model reads the SDK's ``message``; with
   ``interrupt`` the turn is aborted too). An answer that changes the input (``updatedInput``),
-  an error answer, or stdin closing first refuses the call: nothing runs unapproved.
+  an error answer, or stdin closing first refuses the call: nothing runs unapproved. A turn
+  aborted while the SDK decides sends it a ``control_cancel_request`` for that request.
 
 Lines that are not JSON objects, or of another type, are reported on stderr (one
 ``coding-agent: warning:`` line each) and skipped.
