@@ -52,9 +52,10 @@ async def test_claude_codes_accept_edits_mode_is_taken_on_the_command_line(
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (["--input-format", "stream-json"], "--input-format is Claude Code's flag, here: -p"),
+        (["--input-format", "stream-json"], "--input-format stream-json needs --output-format"),
         (["--dangerously-skip-permissions"], "here: --permission-mode auto"),
-        (["--permission-prompt-tool", "mcp__x__ask"], "here: --wait-for-approval leaves"),
+        (["--permission-prompt-tool", "mcp__x__ask"], "mcp__x__ask: only stdio is served here"),
+        (["--include-partial-messages"], "--include-partial-messages needs --output-format"),
         (["--permission-mode", "bypassPermissions"], "bypassPermissions is --permission-mode auto"),
         # the flags of published claude -p scripts (budgets, schemas, CI's bare runs)
         (["--max-budget-usd", "1.00"], "--max-budget-usd is Claude Code's flag, here: no count"),

@@ -76,6 +76,7 @@ from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MO
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
 from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import BranchView
+from coding_agent.worker.status import model_choice
 from pico3 import ConversationServiceApi
 
 __all__ = ["AcpSession", "StopReason"]
@@ -251,20 +252,12 @@ class AcpSession:
 
     async def set_model(self, ref: str) -> None:
         """Switch the conversation's model to ``provider/id``."""
-        provider, _, model_id = ref.partition("/")
-        if not provider or not model_id:
-            raise invalid(f"a model is provider/id (anthropic/claude-sonnet-4-6), got {ref!r}")
         status = self._status.state.value if self._status is not None else None
-        known = [
-            f"{item['provider']}/{item['id']}"
-            for item in (status or {}).get("models") or ()
-            if isinstance(item, dict) and item.get("provider") and item.get("id")
-        ]
-        if known and ref not in known and provider not in ((status or {}).get("anyModel") or ()):
-            raise invalid(f"unknown model {ref} (available: {', '.join(known)})")
-        await self._need_conversation().config_set(
-            {"model": {"provider": provider, "modelId": model_id}}, BACKGROUND
-        )
+        try:
+            model = model_choice(ref, status)
+        except ValueError as error:
+            raise invalid(str(error)) from None
+        await self._need_conversation().config_set({"model": model}, BACKGROUND)
 
     # -- the view, followed ---------------------------------------------------------------------
     def _need_conversation(self) -> ConversationServiceApi:

@@ -8,8 +8,10 @@ here are taken as they are (:func:`permission_mode`: ``--permission-mode acceptE
 ``accept-edits``, ``default`` is ``ask``), and so are the run-scoped flags ``--allowedTools``,
 ``--disallowedTools``, ``--system-prompt``, ``--append-system-prompt`` (and their ``-file``
 forms), ``--mcp-config``, ``--strict-mcp-config``, ``--settings``, ``--agents`` and ``--tools``
-(:mod:`coding_agent.settings.run_options`), and the session flags ``--session-id``,
-``--fork-session`` and ``--fallback-model`` (:func:`add_session_flags`); every other flag of
+(:mod:`coding_agent.settings.run_options`), the session flags ``--session-id``,
+``--fork-session`` and ``--fallback-model`` (:func:`add_session_flags`), and the Agent SDK's
+``--input-format stream-json`` with ``--permission-prompt-tool stdio``
+(:mod:`coding_agent.cli.claude_control`); every other flag of
 Claude Code's that this command line does not take keeps argparse's usage error (exit 2, nothing runs), with what to write here
 instead (:func:`claude_flag_hint`): never a silent translation into something that behaves
 differently, such as another JSON shape or more authority than the user typed. A call ``-p``
@@ -53,11 +55,6 @@ _MODE_HINTS = {
 CLAUDE_FLAGS: dict[str, str] = {
     "--dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
     "--allow-dangerously-skip-permissions": "--permission-mode auto (every call runs unasked)",
-    "--input-format": "-p takes piped stdin as text below the prompt; stream-json input is "
-    "not read",
-    "--include-partial-messages": "--json streams every event as it happens",
-    "--permission-prompt-tool": "--wait-for-approval leaves approvals to another client "
-    "(coding-agent attach, an editor)",
     "--max-budget-usd": "no counterpart: --max-turns N caps the run (the result's "
     "total_cost_usd says what it cost)",
     "--json-schema": "no counterpart: ask for the JSON in the prompt and read it from .result "

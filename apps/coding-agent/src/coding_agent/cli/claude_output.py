@@ -13,7 +13,9 @@ Claude Code's CI scripts read its shapes (``claude -p "…" --output-format json
   (``id``, ``name``, ``input``) blocks) and a ``user`` line for each tool result
   (``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
   "is_error"}]}``); the result object is the last line. Claude Code wants ``--verbose`` with
-  it; here it is not needed (``--verbose`` still prints the session line on stderr).
+  it; here it is not needed (``--verbose`` still prints the session line on stderr). With
+  ``--include-partial-messages`` each answer is streamed before its ``assistant`` line as
+  ``stream_event`` lines (:meth:`ClaudeOutput.partial`).
 
 The **result** object: ``type: "result"``, ``subtype`` (``success``; ``error_max_turns`` when
 ``--max-turns`` stopped a model still calling tools; ``error_during_execution`` when the turn
@@ -90,14 +92,41 @@ def _usage(entries: Sequence[AssistantEntry]) -> dict[str, int]:
     return totals
 
 
+def _streamed_blocks(content: Sequence[Any]) -> list[tuple[str, str]]:
+    """The text and thinking blocks of an answer, as :meth:`ClaudeOutput.partial` streams them
+    (kind, text); the answer's other blocks are left out."""
+    blocks: list[tuple[str, str]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            blocks.append(("text", block.text))
+        elif isinstance(block, ThinkingContent) and not block.redacted:
+            blocks.append(("thinking", block.thinking))
+    return blocks
+
+
+def _continues(streamed: Sequence[tuple[str, int]], blocks: Sequence[tuple[str, str]]) -> bool:
+    """Whether ``blocks`` (kind, text) go on from what was ``streamed`` (kind, length)."""
+    if len(blocks) < len(streamed):
+        return False
+    return all(
+        kind == blocks[i][0] and length <= len(blocks[i][1])
+        for i, (kind, length) in enumerate(streamed)
+    )
+
+
 class ClaudeOutput:
     """Writes one run's Claude Code lines on ``out``: with ``stream`` (``stream-json``) the init
     line and a line per message as :meth:`entry` hears them, and in both formats the result
     (:meth:`result`). ``session_id`` and ``cwd`` name the run's session."""
 
-    def __init__(self, out: TextIO, *, stream: bool, session_id: str, cwd: str) -> None:
+    def __init__(
+        self, out: TextIO, *, stream: bool, session_id: str, cwd: str, partial: bool = False
+    ) -> None:
         self.out = out
         self.stream = stream
+        self.partial_messages = stream and partial
+        """``--include-partial-messages``: every answer is streamed as ``stream_event`` lines
+        too (:meth:`partial`) before its ``assistant`` line."""
         self.session_id = session_id
         self.cwd = cwd
         self.started = time.monotonic()
@@ -106,6 +135,10 @@ class ClaudeOutput:
         self.answers: list[AssistantEntry] = []
         self.calls: dict[str, ToolCall] = {}
         self._seen: set[int] = set()
+        self._streamed: list[tuple[str, int]] | None = None
+        """The streaming answer's blocks written so far as ``stream_event`` lines (their
+        kind and the length of their text); ``None`` when no answer is streaming."""
+        self._events = 0
 
     def _uuid(self, what: str) -> str:
         return str(uuid.uuid5(uuid.NAMESPACE_URL, f"coding-agent:{self.session_id}/{what}"))
@@ -138,6 +171,91 @@ class ClaudeOutput:
             }
         )
 
+    def _stream_event(self, event: dict[str, Any]) -> None:
+        self._events += 1
+        self._line(
+            {
+                "type": "stream_event",
+                "event": event,
+                "parent_tool_use_id": None,
+                "session_id": self.session_id,
+                "uuid": self._uuid(f"stream/{self.started}/{self._events}"),
+            }
+        )
+
+    def partial(self, message: Mapping[str, Any]) -> None:
+        """The streaming answer grew (``--include-partial-messages``, ``stream-json`` only):
+        Claude Code's ``stream_event`` lines, Anthropic's stream events: ``message_start``
+        when an answer starts, ``content_block_start`` for each new text or thinking block and
+        a ``content_block_delta`` (``text_delta``, ``thinking_delta``) with what it gained.
+        Tool calls are not streamed (their ``tool_use`` blocks are in the ``assistant`` line).
+        The answer's own line closes the stream (:meth:`entry`); a streaming answer that starts
+        over (a retry) closes the one before."""
+        if not self.partial_messages:
+            return
+        blocks: list[tuple[str, str]] = []
+        for block in message.get("content") or ():
+            kind = block.get("type") if isinstance(block, dict) else None
+            field = {"text": "text", "thinking": "thinking"}.get(str(kind))
+            if field is not None and isinstance(block.get(field), str):
+                blocks.append((field, block[field]))
+        self._grow(blocks, message.get("model"))
+
+    def _grow(self, blocks: Sequence[tuple[str, str]], model: Any) -> None:
+        streamed = self._streamed
+        if streamed is not None and not _continues(streamed, blocks):
+            self._close_stream(None)  # it started over
+            streamed = None
+        if streamed is None:
+            streamed = self._streamed = []
+            usage = {key: 0 for key in _usage([])}
+            self._stream_event(
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": f"msg_stream{self._events}",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                }
+            )
+        for index, (kind, text) in enumerate(blocks):
+            if index == len(streamed):
+                empty = {"type": kind, kind: ""}
+                if kind == "thinking":
+                    empty["signature"] = ""
+                self._stream_event(
+                    {"type": "content_block_start", "index": index, "content_block": empty}
+                )
+                streamed.append((kind, 0))
+            gained = text[streamed[index][1] :]
+            if gained:
+                delta = {"type": f"{kind}_delta", kind: gained}
+                self._stream_event({"type": "content_block_delta", "index": index, "delta": delta})
+                streamed[index] = (kind, len(text))
+
+    def _close_stream(self, stop_reason: str | None) -> None:
+        """End the streaming answer's events: each block's ``content_block_stop``, then
+        ``message_delta`` (the stop reason) and ``message_stop``."""
+        streamed, self._streamed = self._streamed, None
+        if streamed is None:
+            return
+        for index in range(len(streamed)):
+            self._stream_event({"type": "content_block_stop", "index": index})
+        self._stream_event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 0},
+            }
+        )
+        self._stream_event({"type": "message_stop"})
+
     def entry(self, entry: ViewEntry) -> None:
         """An entry the turn added: an answer is counted (turns, usage, time waited for it) and
         streamed as an ``assistant`` line, a tool result as a ``user`` line; others are not
@@ -155,6 +273,10 @@ class ClaudeOutput:
             for block in message.content:
                 if isinstance(block, ToolCall):
                     self.calls[block.id] = block
+            if self.partial_messages and not entry.display_only:  # what was not streamed yet
+                self._grow(_streamed_blocks(message.content), message.model)
+            if self.stream:
+                self._close_stream(_STOP_REASONS.get(message.stop_reason))
             if self.stream and not entry.display_only:
                 self._line(self._assistant(entry))
         elif isinstance(entry, ToolResultEntry):

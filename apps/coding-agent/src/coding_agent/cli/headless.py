@@ -71,6 +71,7 @@ from chord import (
     define_facet,
     inert,
 )
+from coding_agent.cli.claude_control import ControlChannel, UnsupportedContent, prompt_content
 from coding_agent.cli.claude_flags import allow_rule
 from coding_agent.cli.claude_output import ClaudeOutput, Subtype
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
@@ -84,6 +85,7 @@ from coding_agent.contracts import (
     MCP_SAMPLING,
     QUESTION_DIALOGS,
     ShellService,
+    WorkerStatusService,
 )
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -94,6 +96,7 @@ from coding_agent.worker.main import (
 )
 from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import BranchView
+from coding_agent.worker.status import model_choice
 from pico3 import (
     AssistantEntry,
     ConversationServiceApi,
@@ -102,6 +105,7 @@ from pico3 import (
     View,
     ViewDecoder,
     ViewEntry,
+    claude_tool,
     view_from_json,
 )
 from pico3.models import TextContent, ToolCall
@@ -198,16 +202,26 @@ class _Root:
         self.chosen.set()
 
 
+PARTIAL = "coding-agent.partial"
+"""The type of the event :func:`_presentation` adds (with ``partial=True``) when the streaming
+answer (the view's ``turn.message``) grew: ``message`` is its JSON. :func:`follow_turn` hands
+it to Claude Code's ``stream_event`` lines (``--include-partial-messages``); never written out
+as it is."""
+
+
 def _presentation(
     events: MemoryObjectSendStream[Event],
     root: Callable[[ConversationServiceApi], None],
     *,
     rehydrate: bool = False,
+    partial: bool = False,
 ) -> BranchView:
     """Follow the conversation selected on the result (:meth:`BranchView.select`); every
     update's events go to ``events`` (and, with ``rehydrate``, a :data:`REHYDRATED` event for
-    every hydrate after the first)."""
+    every hydrate after the first; with ``partial``, a :data:`PARTIAL` event for every update
+    whose streaming answer changed)."""
     followed = [False]
+    streaming: list[Any] = [None]  # the last streaming answer passed on
 
     def revision(instance: ConversationServiceApi, value: Any, kind: str, chosen: bool) -> None:
         if kind == "hydrate":
@@ -221,7 +235,12 @@ def _presentation(
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
             return
-        for event in value["commit"]["events"]:
+        turn = value.get("turn") if partial else None
+        message = turn.get("message") if isinstance(turn, dict) else None
+        grew = isinstance(message, dict) and message != streaming[0]
+        streaming[0] = message
+        added = [{"type": PARTIAL, "message": message}] if grew else []
+        for event in [*value["commit"]["events"], *added]:
             try:
                 events.send_nowait(event)
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -319,12 +338,41 @@ def _responders(
     *,
     wait: float | None = None,
     waiting: Callable[[dict[str, Any]], None] | None = None,
+    sdk: tuple[ControlChannel, str, list[dict[str, Any]]] | None = None,
 ) -> list[Facet]:
     """The headless answers to the features' dialogs. With ``wait`` (``--wait-for-approval``) an
     approval is parked: left open for whoever attaches (a TUI, an editor) for ``wait`` seconds
     (``math.inf``: until answered), then answered as ``approve`` says. An answer from elsewhere
     closes the dialog, which cancels the wait; a worker restart reopens it and the wait starts
-    again. ``waiting`` hears each parked request."""
+    again. ``waiting`` hears each parked request. With ``sdk`` (``--permission-prompt-tool
+    stdio``: the channel, the session's folder and a list of the calls it refused) the Agent
+    SDK's ``can_use_tool`` callback answers each approval instead
+    (:meth:`ControlChannel.can_use_tool`), as the TUI's dialog would: a call it does not allow
+    is refused, and added to the list (the result's ``permission_denials``)."""
+
+    async def ask_sdk(dialog: Any, ctx: Context) -> None:
+        assert sdk is not None
+        channel, cwd, denied = sdk
+        try:
+            request = dialog.request.value
+        except Exception:  # the dialog went away meanwhile
+            return
+        request = cast(dict[str, Any], request) if isinstance(request, dict) else {}
+        name, args = str(request.get("name") or "tool"), request.get("args")
+        tool_name, tool_input = claude_tool(name, args if isinstance(args, dict) else {}, cwd)
+        reason = request.get("reason")
+        permission = await channel.can_use_tool(
+            tool_name, tool_input, str(request.get("callId") or ""),
+            reason if isinstance(reason, str) else "",
+        )  # fmt: skip
+        if permission.allowed:
+            await dialog.decide({"decision": "allow", "by": "the Agent SDK"}, ctx)
+            return
+        by = f"the Agent SDK's can_use_tool ({permission.message})"
+        denied.append({"name": name, "args": args})
+        await dialog.decide({"decision": "deny", "by": by}, ctx)
+        if permission.interrupt:
+            channel.on_interrupt()
 
     async def decide(dialog: Any, ctx: Context) -> None:
         if wait is not None:
@@ -353,7 +401,7 @@ def _responders(
 
     facets: list[Facet] = []
     if "facets-approval" in features:
-        facets.append(_responder(APPROVAL_DIALOGS, decide))
+        facets.append(_responder(APPROVAL_DIALOGS, ask_sdk if sdk is not None else decide))
     if "facets-question" in features:
         facets.append(_responder(QUESTION_DIALOGS, cancel))
     if "facets-mcp" in features:  # a server asking the user: nobody to ask
@@ -436,6 +484,9 @@ async def run_headless(
     on_unanswered: Callable[[], None] | None = None,
     interrupt: Interrupt | None = None,
     max_turns: int | None = None,
+    channel: ControlChannel | None = None,
+    sdk_approvals: bool = False,
+    partial: bool = False,
 ) -> int:
     """Send ``prompt`` to the branch the session is on and report as ``mode`` says.
 
@@ -450,7 +501,53 @@ async def run_headless(
     (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.cli.
     max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
-    faux script (nothing is opened then)."""
+    faux script (nothing is opened then).
+
+    With ``channel`` (``--input-format stream-json``, :mod:`coding_agent.cli.claude_control`)
+    ``prompt`` is not sent: the prompts are the user lines the channel reads from stdin, each a
+    turn of its own reported as ``mode`` says (its own ``result`` line), one after another in
+    the session until stdin closes; the exit code is the last turn's (0 without one). The
+    channel's ``interrupt`` aborts the running turn as a signal does, its
+    ``set_permission_mode`` sets the session's mode, and with ``sdk_approvals``
+    (``--permission-prompt-tool stdio``) the SDK's ``can_use_tool`` answers the approvals.
+    ``partial`` (``--include-partial-messages``, with ``claude-stream-json``): the answers
+    stream as Claude Code's ``stream_event`` lines too (:meth:`ClaudeOutput.partial`)."""
+    if channel is None:
+        return await _run_headless(
+            prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
+            on_unanswered=on_unanswered, interrupt=interrupt, max_turns=max_turns,
+            partial=partial,
+        )  # fmt: skip
+    code = EXIT_OK
+    async with anyio.create_task_group() as group:
+        group.start_soon(channel.serve)  # initialize is answered while the session opens
+        try:
+            code = await _run_headless(
+                prompt, config, mode=mode, out=out, approve=approve, err=err, verbose=verbose,
+                on_unanswered=on_unanswered, max_turns=max_turns, channel=channel,
+                sdk_approvals=sdk_approvals, partial=partial,
+            )  # fmt: skip
+        finally:
+            group.cancel_scope.cancel()
+    return code
+
+
+async def _run_headless(
+    prompt: str,
+    config: WorkerConfig,
+    *,
+    mode: HeadlessMode,
+    out: TextIO,
+    approve: Literal["allow", "deny"],
+    err: TextIO | None,
+    verbose: bool,
+    on_unanswered: Callable[[], None] | None,
+    interrupt: Interrupt | None = None,
+    max_turns: int | None,
+    channel: ControlChannel | None = None,
+    sdk_approvals: bool = False,
+    partial: bool = False,
+) -> int:
     if mode not in ("print", "json", *CLAUDE_MODES):
         raise ValueError(f"mode must be 'print', 'json' or a Claude Code one, got {mode!r}")
     if approve not in ("allow", "deny"):
@@ -463,16 +560,27 @@ async def run_headless(
     blocked: list[dict[str, Any]] = []
     shell: list[Any] = []
     shell_rules: list[Any] = []
-    presentation = _presentation(send_events, root)
+    presentation = _presentation(
+        send_events, root, partial=partial and mode == "claude-stream-json"
+    )
     # The branch the session's record names, followed from the session's first commit (a
     # new session's configuration); the worker's word, once it is open, corrects a stale one.
     presentation.select(config.session.current_branch())
+    denied: list[dict[str, Any]] = []  # the calls the SDK's can_use_tool refused
+    sdk = (
+        (channel, str(config.session.cwd), denied)
+        if channel is not None and sdk_approvals
+        else None
+    )
     extra = [
         presentation.facet(),
-        *_responders(features, approve, blocked),
+        *_responders(features, approve, blocked, sdk=sdk),
         _shell_user(shell),
     ]
     modes: list[Any] = []
+    statuses: list[Any] = []  # the worker's status (its models), for set_model
+    if channel is not None:
+        extra.append(_service_user(WorkerStatusService, statuses, "status"))
     if "facets-approval" in features:  # a template's `!` lines are checked by its rules
         extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
         extra.append(_service_user(APPROVAL_MODE, modes, "mode"))
@@ -492,42 +600,65 @@ async def run_headless(
         await root.chosen.wait()
         if mcp is not None:  # the first request offers the servers' tools
             await mcp.settled(errors)
-        send_options: dict[str, Any] = {}  # a command's model and allowed-tools
-        typed = prompt
-        if prompt.startswith("/"):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
-            # lazy: start-up time (only a prompt that names a command loads the templates)
-            from coding_agent.cli.headless_commands import (
-                CommandBlocked,
-                UnknownCommand,
-                expand_prompt_command,
-            )
-            from coding_agent.context.prompt_templates import TemplateError
 
-            try:
-                expanded = await expand_prompt_command(
-                    prompt,
-                    session.cwd,
-                    approve,
-                    _shell_runner(shell, root.found[0]),
-                    _config_model(root.found[0].view.value),
-                    check=_command_check(shell_rules),
+        async def prepare(
+            prompt: str,
+        ) -> tuple[str | list[dict[str, Any]], dict[str, Any]] | int:
+            """The content and options a typed prompt sends (a command expanded, mentions
+            attached), or the exit code of a command that cannot run (its line is written)."""
+            send_options: dict[str, Any] = {}  # a command's model and allowed-tools
+            typed = prompt
+            if prompt.startswith(
+                "/"
+            ):  # `-p "/greet Bob"` sends the template, as Claude Code and pi do
+                # lazy: start-up time (only a prompt that names a command loads the templates)
+                from coding_agent.cli.headless_commands import (
+                    CommandBlocked,
+                    UnknownCommand,
+                    expand_prompt_command,
                 )
-            except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
-                print(f"coding-agent: error: {inert(str(error))}", file=errors)
-                errors.flush()
-                if isinstance(error, UnknownCommand):
-                    return EXIT_USAGE
-                return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
-            prompt, send_options = expanded.text, expanded.options
-            if expanded.note is not None:
-                print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
-                errors.flush()
-        # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
-        attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
-        content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
+                from coding_agent.context.prompt_templates import TemplateError
+
+                try:
+                    expanded = await expand_prompt_command(
+                        prompt,
+                        session.cwd,
+                        approve,
+                        _shell_runner(shell, root.found[0]),
+                        _config_model(root.found[0].view.value),
+                        check=_command_check(shell_rules),
+                    )
+                except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
+                    print(f"coding-agent: error: {inert(str(error))}", file=errors)
+                    errors.flush()
+                    if isinstance(error, UnknownCommand):
+                        return EXIT_USAGE
+                    return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
+                prompt, send_options = expanded.text, expanded.options
+                if expanded.note is not None:
+                    print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
+                    errors.flush()
+            # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
+            attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
+            content = [{"type": "text", "text": prompt}, *attached] if attached else prompt
+            return content, send_options
+
         watch = runtime.storage
         assert watch is not None
         watch.on_failure(send_events.close)  # the loop below ends: no more events will come
+        if channel is not None:
+            return await _stream_turns(
+                channel, prepare, root.found[0], receive_events, session=session,
+                default_model=runtime.choice.ref, mode=mode, out=out, err=errors,
+                failed=lambda: watch.message is not None, limit=limit, denied=denied,
+                statuses=statuses,
+                left_out=config.run.left_out(), blocked=blocked, modes=modes,
+                storage=lambda: watch.message, partial=partial,
+            )  # fmt: skip
+        prepared = await prepare(prompt)
+        if isinstance(prepared, int):
+            return prepared
+        content, send_options = prepared
         line = {"session": session.id, "cwd": str(session.cwd), "mode": _mode_now(modes)}
         turn = await follow_turn(
             content,
@@ -544,6 +675,7 @@ async def run_headless(
             interrupt=interrupt,
             limit=limit,
             left_out=config.run.left_out(),
+            partial=partial,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         if turn.claude is not None:
@@ -552,6 +684,105 @@ async def run_headless(
         errors.flush()
         return EXIT_STORAGE
     return report_turn(turn, blocked, mode=mode, out=out, err=errors, on_unanswered=on_unanswered)
+
+
+async def _stream_turns(
+    channel: ControlChannel,
+    prepare: Callable[[str], Awaitable[tuple[str | list[dict[str, Any]], dict[str, Any]] | int]],
+    conversation: ConversationServiceApi,
+    events: Any,
+    *,
+    session: Session,
+    default_model: str | None,
+    mode: HeadlessMode,
+    out: TextIO,
+    err: TextIO,
+    failed: Callable[[], bool],
+    limit: TurnLimit | None,
+    left_out: frozenset[str],
+    blocked: list[dict[str, Any]],
+    denied: list[dict[str, Any]],
+    modes: list[Any],
+    statuses: list[Any],
+    storage: Callable[[], str | None],
+    partial: bool,
+) -> int:
+    """The turns of a stream-json input (:mod:`coding_agent.cli.claude_control`): each user
+    line the channel reads is sent (a string as ``-p``'s prompt is: a command expanded, mentions
+    attached; blocks as they are) and followed to its end, and its ``result`` line written,
+    until stdin closes. A line that cannot be sent gets an error ``result`` of its own, so the
+    SDK waiting for one always hears it. No session line goes to ``err`` (``--verbose``, which
+    the SDK always passes): each turn's ``init`` line names the session. Returns the last turn's exit code (a call blocked
+    for want of approval is 0 here: its result lists it in ``permission_denials``)."""
+    code = EXIT_OK
+    running: list[Interrupt] = []  # the turn the channel's interrupt aborts
+
+    def interrupt_turn() -> bool:
+        if not running:
+            return False
+        stop = running[-1]
+        stop.signal = stop.signal or "an interrupt request"
+        stop.requested.set()
+        return True
+
+    async def set_mode(value: str) -> None:
+        await modes[-1].set_mode(value, BACKGROUND)
+
+    async def set_model(value: str | None) -> None:  # for the turns after it
+        status = statuses[-1].state.value if statuses else None
+        model = model_choice(value or default_model or "", status)
+        await conversation.config_set({"model": model}, BACKGROUND)
+
+    channel.on_interrupt = interrupt_turn
+    channel.set_mode = set_mode if modes else None  # (the approval feature's service)
+    channel.set_model = set_model
+    channel.ready.set()
+    cwd = str(session.cwd)
+    async for message in channel.prompts():
+        try:
+            content: str | list[dict[str, Any]] = prompt_content(message)
+            options: dict[str, Any] = {}
+            if isinstance(content, str) and message.get("client_composed") is not True:
+                # (the SDK's verbatim_prompts marks a prompt to be sent as written)
+                prepared = await prepare(content)
+                if isinstance(prepared, int):  # (its error line is on err)
+                    code = prepared
+                    raise UnsupportedContent("the prompt's command could not run (see stderr)")
+                content, options = prepared
+        except UnsupportedContent as error:
+            claude = ClaudeOutput(out, stream=mode == "claude-stream-json",
+                                  session_id=session.id, cwd=cwd)  # fmt: skip
+            claude.result("error_during_execution", "", error=str(error))
+            print(f"coding-agent: error: {inert(str(error))}", file=err)
+            err.flush()
+            code = code if code != EXIT_OK else EXIT_FAILED
+            continue
+        stop = Interrupt()
+        running.append(stop)
+        if limit is not None:
+            limit.reset()
+        blocked.clear()
+        denied.clear()
+        line = {"session": session.id, "cwd": cwd, "mode": _mode_now(modes)}
+        try:
+            turn = await follow_turn(
+                content, conversation, events, session_line=line, default_model=default_model,
+                mode=mode, out=out, err=err, verbose=False, failed=failed, options=options,
+                interrupt=stop, limit=limit, left_out=left_out, partial=partial,
+            )  # fmt: skip
+        finally:
+            running.clear()
+        problem = storage()
+        if problem is not None:  # one line, and the exit code says what happened
+            if turn.claude is not None:
+                turn.claude.result("error_during_execution", turn.text, error=problem)
+            print(f"coding-agent: error: {problem}", file=err)
+            err.flush()
+            return EXIT_STORAGE
+        code = report_turn(turn, list(blocked), mode=mode, out=out, err=err, denied=denied)
+        if code == EXIT_BLOCKED:  # the result says it (permission_denials): not a failure
+            code = EXIT_OK  # for the SDK, which reads an exit code but 0 as the run's crash
+    return code
 
 
 def _mode_now(modes: list[Any]) -> str | None:
@@ -631,6 +862,7 @@ async def follow_turn(
     interrupt: Interrupt | None = None,
     limit: TurnLimit | None = None,
     left_out: frozenset[str] = frozenset(),
+    partial: bool = False,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -640,7 +872,9 @@ async def follow_turn(
     ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`).
     ``limit`` (``--max-turns``) counts this conversation's model calls; a call past it aborts
     the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
-    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line."""
+    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line.
+    ``partial``: ``--include-partial-messages`` (the ``claude-stream-json`` answers streamed
+    as ``stream_event`` lines too)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -654,8 +888,9 @@ async def follow_turn(
     elif mode in CLAUDE_MODES:
         cwd = str(session_line.get("cwd") or "")
         claude = turn.claude = ClaudeOutput(
-            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd
-        )
+            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd,
+            partial=partial,
+        )  # fmt: skip
         config = conversation.view.value.get("config")
         tools = config.get("selectedTools") if isinstance(config, dict) else None
         claude.init(
@@ -777,6 +1012,10 @@ async def _read_turn(
             if input_id >= 0 and _ended_meanwhile(view, input_id, turn):
                 return True
             continue
+        if event.get("type") == PARTIAL:
+            if turn.claude is not None:
+                turn.claude.partial(event["message"])
+            continue
         if event.get("type") == "entry.added" and event["entry"]["id"] in turn.entries:
             continue  # already reported from a rehydrated view
         if mode == "json":
@@ -827,9 +1066,12 @@ def report_turn(
     out: TextIO,
     err: TextIO,
     on_unanswered: Callable[[], None] | None = None,
+    denied: Sequence[Mapping[str, Any]] = (),
 ) -> int:
     """Write the outcome (the answer, the ``--json`` result line or Claude Code's result; the
-    error lines) and return the exit code."""
+    error lines) and return the exit code. ``denied``: the calls the Agent SDK's
+    ``can_use_tool`` refused (``{"name", "args"}``), in Claude Code's ``permission_denials``
+    with those refused for want of approval."""
     errors = err
     again = f" (continue the session: coding-agent --resume {turn.session})"
     if turn.interrupted is not None:  # aborted: no answer, and the session is kept
@@ -875,7 +1117,8 @@ def report_turn(
         subtype: Subtype = "success" if ok else "error_during_execution"
         if turn.limited is not None:
             subtype = "error_max_turns"
-        turn.claude.result(subtype, text, error=failure, refused=[*blocked, *unapproved])
+        refused = [*blocked, *unapproved, *denied]
+        turn.claude.result(subtype, text, error=failure, refused=refused)
     elif ok or text:
         text = inert(text) if _is_terminal(out) else text  # a pipe or a file gets exact bytes
         out.write(text if text.endswith("\n") else text + "\n")

@@ -23,6 +23,9 @@
     coding-agent -p "prompt" --output-format json|stream-json   Claude Code's result object /
                                        its message lines (:mod:`coding_agent.cli.claude_output`);
                                        --max-turns N stops the run after N model turns
+    coding-agent --output-format stream-json --input-format stream-json [--permission-prompt-tool
+                                       stdio]   the Claude Agent SDK's protocol on stdin/stdout
+                                       (:mod:`coding_agent.cli.claude_control`)
     coding-agent -p --model X "prompt" the prompt may stand anywhere among the options; with
                                        -p/--json a word naming a subcommand is the prompt
                                        (:mod:`coding_agent.cli.argv`)
@@ -290,6 +293,26 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         help="-p: what stdout gets, as Claude Code's -p writes it: text (the answer, the "
         "default), json (one result object at the end) or stream-json (a JSON line per "
         "message, the result last); README 'Headless runs'",
+    )
+    parser.add_argument(
+        "--input-format",
+        choices=("text", "stream-json"),
+        help="headless: what stdin holds, as Claude Code's: text (piped text below the -p "
+        "prompt, the default) or stream-json (user messages and control requests as JSON lines, "
+        "a turn each until stdin closes: the Claude Agent SDK's protocol; needs --output-format "
+        "stream-json); README 'Driving it from the Claude Agent SDK'",
+    )
+    parser.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="with --output-format stream-json: the answers stream as they are written too "
+        "(Claude Code's stream_event lines: text and thinking deltas)",
+    )
+    parser.add_argument(
+        "--permission-prompt-tool",
+        metavar="stdio",
+        help="with --input-format stream-json: stdio sends every approval as a can_use_tool "
+        "request on stdout, and the Agent SDK's answer decides it",
     )
     parser.add_argument(
         "--max-turns",
@@ -721,7 +744,10 @@ def resume_prefix(env: Mapping[str, str] | None = None) -> str:
 
 
 def _read_prompt(args: argparse.Namespace, stdin: TextIO) -> str:
-    """The headless prompt: the -p/--json text, with piped stdin added below it."""
+    """The headless prompt: the -p/--json text, with piped stdin added below it (with
+    ``--input-format stream-json`` stdin holds the prompts: none here)."""
+    if args.input_format == "stream-json":
+        return ""
     prompt: str = args.prompt if args.prompt is not None else args.json
     piped = ""
     try:
@@ -800,6 +826,52 @@ def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
             "--max-turns counts the turns in this process, and with --wait-for-approval a "
             "worker of its own runs them: leave one of the two out"
         )
+    _check_stream_input(args)
+
+
+def _check_stream_input(args: argparse.Namespace) -> None:
+    """``--input-format stream-json`` (the Agent SDK's protocol, :mod:`coding_agent.cli.
+    claude_control`) and ``--include-partial-messages`` write Claude Code's stream-json and run
+    in this process;
+    ``--permission-prompt-tool`` takes ``stdio`` with it only (an MCP tool as the prompt is not
+    served: the approvals would go unanswered)."""
+    streaming = args.input_format == "stream-json"
+    tool = args.permission_prompt_tool
+    if tool is not None and tool != "stdio":
+        _usage_exit(
+            f"--permission-prompt-tool {tool}: only stdio is served here (the Agent SDK's "
+            "can_use_tool callback, with --input-format stream-json); an MCP tool as the "
+            "permission prompt is not"
+        )
+    if tool is not None and not streaming:
+        _usage_exit(
+            "--permission-prompt-tool stdio asks over the stream-json control protocol: give "
+            "--input-format stream-json --output-format stream-json too"
+        )
+    if args.include_partial_messages:
+        if args.output_format != "stream-json":
+            _usage_exit("--include-partial-messages needs --output-format stream-json")
+        for flag, value in (
+            ("--server", args.server),
+            ("--wait-for-approval", args.wait_for_approval),
+        ):
+            if value is not None:
+                _usage_exit(
+                    f"--include-partial-messages streams a run in this process: leave {flag} out"
+                )
+    if not streaming:
+        return
+    if args.output_format != "stream-json":
+        _usage_exit("--input-format stream-json needs --output-format stream-json")
+    given = args.prompt or args.json is not None or getattr(args, "words", None)
+    if given:
+        _usage_exit(
+            "with --input-format stream-json the prompts come on stdin as user lines: leave the "
+            "prompt out"
+        )
+    for flag, value in (("--server", args.server), ("--wait-for-approval", args.wait_for_approval)):
+        if value is not None:
+            _usage_exit(f"--input-format stream-json runs the session here: leave {flag} out")
 
 
 async def _run_headless(
@@ -828,6 +900,12 @@ async def _run_headless(
     if config.environment is not None:  # this process is the worker now: keys stay in config.env
         config.environment.withhold_from_process()
     mode = headless_mode(args.json is not None, args.output_format)
+    channel = None
+    if args.input_format == "stream-json":
+        # lazy: start-up time (the command line imports only what the chosen command runs)
+        from coding_agent.cli.claude_control import ControlChannel
+
+        channel = ControlChannel(sys.stdout, sys.stderr)
     interrupt.report = interrupted_reporter(
         mode, sys.stdout, sys.stderr, session=session.id, cwd=str(session.cwd)
     )
@@ -848,6 +926,8 @@ async def _run_headless(
     return await run_headless(
         prompt, config, mode=mode, out=sys.stdout, approve=args.approve, verbose=args.verbose,
         on_unanswered=unanswered, interrupt=interrupt, max_turns=args.max_turns,
+        channel=channel, sdk_approvals=args.permission_prompt_tool == "stdio",
+        partial=args.include_partial_messages,
     )  # fmt: skip
 
 
@@ -1208,7 +1288,11 @@ def _value_options(parser: argparse.ArgumentParser) -> frozenset[str]:
 
 def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     args = parse_command_line(argv, _prebuilt.pop() if _prebuilt else None)
-    headless = args.prompt is not None or args.json is not None
+    headless = (
+        args.prompt is not None
+        or args.json is not None
+        or getattr(args, "input_format", None) == "stream-json"
+    )
     local_tui = (
         not headless
         and args.command in (None, "attach")

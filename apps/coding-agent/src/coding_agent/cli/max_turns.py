@@ -53,6 +53,13 @@ class TurnLimit:
         self.stopped = False
         self.over = anyio.Event()
 
+    def reset(self) -> None:
+        """Count from zero again: the next prompt of a stream-json run is a run of its own, as
+        each query is to Claude Code (:mod:`coding_agent.cli.claude_control`)."""
+        self.turns = 0
+        self.stopped = False
+        self.over = anyio.Event()
+
     def facet(self) -> Facet:
         """The facet registering the hooks on the session's harness (``pi.harness``)."""
 

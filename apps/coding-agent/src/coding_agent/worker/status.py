@@ -65,11 +65,30 @@ from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
 from pico3.models import ModelInfo
 
-__all__ = ["MAX_NOTICES", "MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus"]
+__all__ = ["MAX_NOTICES", "MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "model_choice"]
 
 STATUS_FACET_ID = "coding-agent/worker-status"
 MAX_REPORTS = 20
 MAX_NOTICES = 20
+
+
+def model_choice(ref: str, status: Any) -> dict[str, str]:
+    """The conversation's ``config.model`` (``{"provider", "modelId"}``) for ``ref``
+    (``provider/id``), checked against the worker's ``status`` value: a model its ``models``
+    do not list is refused unless its provider is in ``anyModel``. Raises ``ValueError`` naming
+    the problem (and the models there are)."""
+    provider, _, model_id = ref.partition("/")
+    if not provider or not model_id:
+        raise ValueError(f"a model is provider/id (anthropic/claude-sonnet-4-6), got {ref!r}")
+    status = status if isinstance(status, dict) else {}
+    known = [
+        f"{item['provider']}/{item['id']}"
+        for item in status.get("models") or ()  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if isinstance(item, dict) and item.get("provider") and item.get("id")  # pyright: ignore[reportUnknownMemberType]
+    ]
+    if known and ref not in known and provider not in (status.get("anyModel") or ()):  # pyright: ignore[reportUnknownMemberType]
+        raise ValueError(f"unknown model {ref} (available: {', '.join(known)})")
+    return {"provider": provider, "modelId": model_id}
 
 
 def _report_json(report: ReloadReport, number: int) -> dict[str, Any]:
