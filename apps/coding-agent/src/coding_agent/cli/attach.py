@@ -47,6 +47,7 @@ from coding_agent.cli.headless import (
     follow_turn,
     headless_mode,
     interrupted_reporter,
+    report_failure,
     report_turn,
 )
 from coding_agent.cli.interrupt import Interrupt, until_interrupted
@@ -132,31 +133,38 @@ def _say_failover(line: str) -> None:
     print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: int, mode: HeadlessMode = "print") -> int:
+    """One ``coding-agent: error:`` line (and, for ``-p --output-format json|stream-json``,
+    Claude Code's error result on stdout); returns ``code``."""
     print(f"coding-agent: error: {message}", file=sys.stderr)
+    report_failure(mode, sys.stdout, message)
     return code
 
 
-def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
-    """The exit code (after its one line) of a failure to reach the server, else ``None``."""
+def _dial_error(
+    address: ServerAddress, error: BaseException, mode: HeadlessMode = "print"
+) -> int | None:
+    """The exit code (after its one line; ``mode``: the headless run's, see :func:`_fail`) of
+    a failure to reach the server, else ``None``."""
     if isinstance(error, NoServerReachable):
-        return _fail(str(error), EXIT_FAILED)
+        return _fail(str(error), EXIT_FAILED, mode)
     if isinstance(error, ServerRefused):
         usage = error.code in ("unauthorized", "not_found", "bad_preface")
-        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED, mode)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
             f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
             "give its CA (or its self-signed certificate) with --tls-ca FILE",
             EXIT_FAILED,
+            mode,
         )
     if isinstance(error, ssl.SSLError):
-        return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED)
+        return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED, mode)
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
         if reason.startswith(f"{address}: "):  # it names the server already
             reason = reason.removeprefix(f"{address}: ")
-        return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED)
+        return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED, mode)
     return None
 
 
@@ -226,10 +234,11 @@ async def _attach(dial: _Dial) -> int:
 
 def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
     """``-p``/``--json PROMPT --server URL``: one turn in a session hosted by a server."""
+    mode: HeadlessMode = headless_mode(args.json is not None, args.output_format)
     try:
         dial = _Dial(args.server, args)
     except ValueError as error:
-        return _fail(str(error), EXIT_USAGE)
+        return _fail(str(error), EXIT_USAGE, mode)
     if names_paths(prompt):  # the working folder is the server's: no local file is read
         print(
             "coding-agent: warning: @file mentions are not attached for server sessions (the "
@@ -237,7 +246,6 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
             file=sys.stderr,
         )
         sys.stderr.flush()
-    mode: HeadlessMode = headless_mode(args.json is not None, args.output_format)
     interrupt = Interrupt()  # Ctrl+C aborts the server's turn, as a local run's
     interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     run = (_headless_main, dial, prompt, mode, args.approve, args.verbose, args.model)
@@ -259,7 +267,7 @@ async def _headless_main(
     try:
         conn, info = await dial.first(request)
     except Exception as error:
-        code = _dial_error(dial.address, error)
+        code = _dial_error(dial.address, error, mode)
         if code is None:
             raise
         return code
@@ -381,6 +389,7 @@ async def run_headless_on_server(
                 group.cancel_scope.cancel()
     if refused:
         print(f"coding-agent: error: {refused[0]}", file=errors)
+        report_failure(mode, out, refused[0], str(info.get("session") or ""))  # no result yet
         return EXIT_USAGE
     assert turn is not None
     return report_turn(turn, blocked, mode=mode, out=out, err=errors)

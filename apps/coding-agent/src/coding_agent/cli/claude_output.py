@@ -53,7 +53,13 @@ from pico3.models import (
     ToolCall,
 )
 
-__all__ = ["CLAUDE_PERMISSION_MODES", "OUTPUT_FORMATS", "ClaudeOutput", "Subtype"]
+__all__ = [
+    "CLAUDE_PERMISSION_MODES",
+    "OUTPUT_FORMATS",
+    "ClaudeOutput",
+    "Subtype",
+    "failure_result",
+]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 """``--output-format``'s values, as Claude Code's (``text``: what ``-p`` prints anyway)."""
@@ -287,3 +293,20 @@ class ClaudeOutput:
         if is_error:
             line["errors"] = [error if error is not None else text]
         self._line(line)
+
+
+def failure_result(out: TextIO, message: str, *, stream: bool, session_id: str = "") -> None:
+    """Claude Code's result for a run that failed before its turn could report (a flag's bad
+    value, an unreadable ``--settings`` file, an unknown model, a session in use, a server
+    that cannot be reached, a ``/command`` no template provides): ``error_during_execution``,
+    ``is_error`` true, ``num_turns`` 0, ``message`` as ``result`` and in ``errors`` — what
+    ``claude -p --output-format json`` prints when it cannot start (``No conversation found
+    with session ID: …``), so ``| jq .result`` reads the error instead of nothing. ``stream``
+    (``stream-json``): the same object, as the stream's one line. ``session_id``: the session
+    the run was for, when it exists (``""``: none was made). A reader that left (a closed
+    pipe) is not an error of its own: the error line on stderr says it all."""
+    writer = ClaudeOutput(out, stream=stream, session_id=session_id, cwd="")
+    try:
+        writer.result("error_during_execution", "", error=message)
+    except (OSError, ValueError):
+        pass

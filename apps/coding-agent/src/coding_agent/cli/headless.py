@@ -72,7 +72,7 @@ from chord import (
     inert,
 )
 from coding_agent.cli.claude_flags import allow_rule
-from coding_agent.cli.claude_output import ClaudeOutput, Subtype
+from coding_agent.cli.claude_output import ClaudeOutput, Subtype, failure_result
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
 from coding_agent.cli.max_turns import TurnLimit
 from coding_agent.context.mentions import mention_blocks
@@ -118,6 +118,7 @@ __all__ = [
     "answer_text",
     "headless_mode",
     "interrupted_reporter",
+    "report_failure",
     "run_headless",
     "run_json",
     "run_print",
@@ -142,6 +143,14 @@ def headless_mode(json_events: bool, output_format: str | None) -> HeadlessMode:
     if output_format == "stream-json":
         return "claude-stream-json"
     return "print"
+
+
+def report_failure(mode: HeadlessMode, out: TextIO, message: str, session_id: str = "") -> None:
+    """A run that failed before its turn could report (its ``coding-agent: error:`` line is
+    on stderr): in the ``claude-*`` modes Claude Code's error result goes on ``out``
+    (:func:`~coding_agent.cli.claude_output.failure_result`); the other modes write nothing."""
+    if mode in CLAUDE_MODES:
+        failure_result(out, message, stream=mode == "claude-stream-json", session_id=session_id)
 
 
 EXIT_OK = 0
@@ -511,6 +520,7 @@ async def run_headless(
             except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
                 print(f"coding-agent: error: {inert(str(error))}", file=errors)
                 errors.flush()
+                report_failure(mode, out, str(error), session.id)
                 if isinstance(error, UnknownCommand):
                     return EXIT_USAGE
                 return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED

@@ -142,10 +142,32 @@ class _Parser(argparse.ArgumentParser):
         _usage_exit(f"{message}; {hint}" if hint else message)
 
 
-def _usage_exit(message: str) -> NoReturn:
-    """A usage error: one line on stderr, exit status 2."""
-    sys.stderr.write(f"coding-agent: error: {message} (see coding-agent --help)\n")
+def _usage_exit(message: str, args: argparse.Namespace | None = None) -> NoReturn:
+    """A usage error: one line on stderr, exit status 2. ``args``: the parsed command line,
+    when the error is found after parsing (a headless ``--output-format json|stream-json``
+    run then gets Claude Code's error result on stdout too: :func:`_report_failure`)."""
+    line = f"{message} (see coding-agent --help)"
+    sys.stderr.write(f"coding-agent: error: {line}\n")
+    if args is not None:
+        _report_failure(args, line)
     sys.exit(EXIT_USAGE)
+
+
+def _report_failure(args: argparse.Namespace, message: str, session_id: str = "") -> None:
+    """A failure after the command line was parsed (its one ``coding-agent: error:`` line is on
+    stderr): ``-p --output-format json|stream-json`` also writes Claude Code's error result on
+    stdout (:func:`~coding_agent.cli.claude_output.failure_result`), so a script reading
+    ``| jq .result`` reads why. argparse's own errors (an unknown flag, a value of the wrong
+    type or choice) come before the output format is known and write nothing on stdout, as
+    Claude Code's do; ``--json`` and ``-p`` without it write nothing on stdout either."""
+    headless = args.prompt is not None and getattr(args, "json", None) is None
+    output = getattr(args, "output_format", None)
+    if not headless or output not in ("json", "stream-json"):
+        return
+    # lazy: start-up time (only a failed run writes the result)
+    from coding_agent.cli.claude_output import failure_result
+
+    failure_result(sys.stdout, message, stream=output == "stream-json", session_id=session_id)
 
 
 class _Version(argparse.Action):
@@ -521,13 +543,14 @@ def _added_dirs(args: argparse.Namespace) -> list[str]:
         _usage_exit(
             "--add-dir is for a session started here (the TUI, -p, --json, --continue, "
             "--resume); other sessions take additional_directories from your config.toml or "
-            "permissions.additionalDirectories from ~/.claude/settings.json"
+            "permissions.additionalDirectories from ~/.claude/settings.json",
+            args,
         )
     found: list[str] = []
     for folder in args.add_dir:
         path = Path(folder).expanduser()
         if not path.is_dir():
-            _usage_exit(f"--add-dir {folder}: no such folder")
+            _usage_exit(f"--add-dir {folder}: no such folder", args)
         found.append(str(path.resolve()))
     return found
 
@@ -784,21 +807,24 @@ def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
     server's worker runs the turn) or ``--wait-for-approval`` (a worker of its own)."""
     for flag, value in (("--output-format", args.output_format), ("--max-turns", args.max_turns)):
         if value is not None and not headless:
-            _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...')
+            _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...', args)
     if args.output_format is not None and args.json is not None:
         _usage_exit(
             "--json streams this agent's events, --output-format writes Claude Code's shapes: "
-            'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")'
+            'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")',
+            args,
         )
     if args.max_turns is not None and args.server is not None:
         _usage_exit(
             "--max-turns counts the turns in this process, and with --server the server's "
-            "worker runs them: run -p here, or leave --max-turns out"
+            "worker runs them: run -p here, or leave --max-turns out",
+            args,
         )
     if args.max_turns is not None and args.wait_for_approval is not None:
         _usage_exit(
             "--max-turns counts the turns in this process, and with --wait-for-approval a "
-            "worker of its own runs them: leave one of the two out"
+            "worker of its own runs them: leave one of the two out",
+            args,
         )
 
 
@@ -1219,28 +1245,28 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     # A local TUI ends the pause once its first frame is painted (_run_tui): what it imports
     # and builds until then (Textual, chord, pico3, the app) lives as long as the process.
     if headless and args.command in SUBCOMMANDS:
-        _usage_exit(f"{args.command} does not take -p or --json")
+        _usage_exit(f"{args.command} does not take -p or --json", args)
     if args.server is not None and (args.continue_ or args.resume is not None):
-        _usage_exit("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
+        _usage_exit("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION", args)
     if args.wait_for_approval is not None and not headless and args.command != "serve":
-        _usage_exit("--wait-for-approval is for -p/--json (a TUI asks you itself)")
+        _usage_exit("--wait-for-approval is for -p/--json (a TUI asks you itself)", args)
     if args.server is not None and not headless:
         _usage_exit(
-            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
+            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)", args
         )
     _check_claude_output(args, headless)
     try:
         elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
         check_session_flags(args, headless=headless, elsewhere=elsewhere)
     except ValueError as error:  # one line naming the flag
-        _usage_exit(str(error))
+        _usage_exit(str(error), args)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
     try:
         elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
         args.run = run_flags(args, elsewhere=elsewhere)
     except ValueError as error:  # RunOptionsError: one line naming the flag
-        _usage_exit(str(error))
+        _usage_exit(str(error), args)
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:
@@ -1323,6 +1349,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             where = files.origin.get("permission_mode", "config.toml")
             args.mode_asked = f'permission_mode = "{files.permission_mode}" ({where})'
         session, new = _choose_session(args, cwd)
+        if not new:  # a failure's result names it (one made here is removed on a failure)
+            args.failed_session = session.id
         if args.name:
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.session_files.index import set_session_name
@@ -1346,7 +1374,10 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         code = _known_code(sole) if isinstance(sole, Exception) else None
+        session_id = getattr(args, "failed_session", "")
         if code is None:
+            if isinstance(sole, Exception):  # a bug: its traceback follows; a script reads why
+                _report_failure(args, f"internal error: {type(sole).__name__}: {sole}", session_id)
             raise
         message = str(sole)
         if type(sole).__name__ == "CorruptStorage":
@@ -1354,6 +1385,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         if _names_a_file(sole):
             message = _file_problem(sole)
         print(f"coding-agent: error: {message}", file=sys.stderr)
+        _report_failure(args, message, session_id)
         return code
 
 
