@@ -382,6 +382,7 @@ async def run_headless_on_server(
                         latest=lambda: root.found[-1],
                         interrupt=interrupt,
                         left_out=left_out,
+                        views=presentation.latest,
                     )
             finally:
                 with anyio.CancelScope(shield=True):

@@ -31,9 +31,17 @@ model registry; 0 for a model without prices, the faux one included), ``usage``
 **Tool names** are Claude Code's where it has one (``bash`` is ``Bash``, ``find`` is ``Glob``:
 :func:`pico3.claude_tool`, the table the hooks use) and so are the input's field names
 (``file_path``, ``old_string``…); a tool Claude Code has no name for keeps ours (an MCP tool's
-``mcp__server__tool`` is the same in both). A subagent's messages are not streamed (its report is
-the ``agent`` call's result), so ``parent_tool_use_id`` is always ``null``. ``uuid`` is derived
-from the session and the entry: the same message has the same uuid in every run that shows it.
+``mcp__server__tool`` is the same in both). ``uuid`` is derived from the session and the entry:
+the same message has the same uuid in every run that shows it.
+
+**Subagents** (``stream-json``): a subagent's own ``assistant`` and ``user`` (tool result) lines
+are streamed as Claude Code streams a ``Task``'s, with ``parent_tool_use_id`` the id of the
+``agent`` call that ran it (the run's own lines carry ``null``); a subagent's subagent names its
+parent subagent's call. They come once the subagent finished, all together, right before the
+``agent`` call's own ``tool_result`` line (the call's result names the subagent's conversation;
+its view, as the run last saw it, gives the messages), so a reader sees each subagent's work
+next to its report. They do not count in ``num_turns`` or ``usage`` (the run's own model
+calls).
 """
 
 from __future__ import annotations
@@ -41,10 +49,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TextIO
 
-from pico3 import AssistantEntry, ToolResultEntry, ViewEntry, claude_tool
+from pico3 import AssistantEntry, ToolResultEntry, ViewDecoder, ViewEntry, claude_tool
 from pico3.models import (
     ImageContent,
     ServerToolContent,
@@ -101,7 +109,18 @@ class ClaudeOutput:
     line and a line per message as :meth:`entry` hears them, and in both formats the result
     (:meth:`result`). ``session_id`` and ``cwd`` name the run's session."""
 
-    def __init__(self, out: TextIO, *, stream: bool, session_id: str, cwd: str) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        stream: bool,
+        session_id: str,
+        cwd: str,
+        conversation_view: Callable[[int], Mapping[str, Any] | None] | None = None,
+    ) -> None:
+        self.conversation_view = conversation_view
+        """The newest view (JSON) of a conversation by id, as the run saw it (``None``: not
+        seen): a subagent's messages are read from it (module docstring)."""
         self.out = out
         self.stream = stream
         self.session_id = session_id
@@ -166,9 +185,36 @@ class ClaudeOutput:
         elif isinstance(entry, ToolResultEntry):
             self.waiting_since = now
             if self.stream and entry.message is not None:
+                self._subagent_lines(entry, set())
                 self._line(self._tool_result(entry))
 
-    def _assistant(self, entry: AssistantEntry) -> dict[str, Any]:
+    def _subagent_lines(self, result: ToolResultEntry, shown: set[int]) -> None:
+        """The lines of the subagent whose ``agent`` call ``result`` ends (its details name
+        the subagent's conversation), each with ``parent_tool_use_id`` that call's id; its
+        own subagents' lines before their calls' results (``shown``: the conversations
+        written already, so a cycle cannot loop)."""
+        details = result.data.details
+        child = details.get("conversation") if isinstance(details, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if type(child) is not int or child in shown or self.conversation_view is None:
+            return
+        assert result.message is not None
+        shown.add(child)
+        view = ViewDecoder().decode(self.conversation_view(child))
+        if view is None:
+            return
+        parent = result.message.tool_call_id
+        for entry in view.entries:
+            what = f"entry/{child}/{entry.id}"
+            if isinstance(entry, AssistantEntry) and entry.message is not None:
+                if not entry.display_only:
+                    self._line(self._assistant(entry, parent=parent, what=what))
+            elif isinstance(entry, ToolResultEntry) and entry.message is not None:
+                self._subagent_lines(entry, shown)
+                self._line(self._tool_result(entry, parent=parent, what=what))
+
+    def _assistant(
+        self, entry: AssistantEntry, *, parent: str | None = None, what: str | None = None
+    ) -> dict[str, Any]:
         message = entry.message
         assert message is not None
         content: list[dict[str, Any]] = []
@@ -201,12 +247,14 @@ class ClaudeOutput:
                 "stop_sequence": None,
                 "usage": _usage([entry]),
             },
-            "parent_tool_use_id": None,
+            "parent_tool_use_id": parent,
             "session_id": self.session_id,
-            "uuid": self._uuid(f"entry/{entry.id}"),
+            "uuid": self._uuid(what or f"entry/{entry.id}"),
         }
 
-    def _tool_result(self, entry: ToolResultEntry) -> dict[str, Any]:
+    def _tool_result(
+        self, entry: ToolResultEntry, *, parent: str | None = None, what: str | None = None
+    ) -> dict[str, Any]:
         message = entry.message
         assert message is not None
         blocks: list[dict[str, Any]] = []
@@ -226,9 +274,9 @@ class ClaudeOutput:
         return {
             "type": "user",
             "message": {"role": "user", "content": [result]},
-            "parent_tool_use_id": None,
+            "parent_tool_use_id": parent,
             "session_id": self.session_id,
-            "uuid": self._uuid(f"entry/{entry.id}"),
+            "uuid": self._uuid(what or f"entry/{entry.id}"),
         }
 
     def denials(self, refused: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

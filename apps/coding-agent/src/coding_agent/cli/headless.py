@@ -550,6 +550,7 @@ async def run_headless(
             interrupt=interrupt,
             limit=limit,
             left_out=config.run.left_out(),
+            views=presentation.latest,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         if turn.claude is not None:
@@ -637,6 +638,7 @@ async def follow_turn(
     interrupt: Interrupt | None = None,
     limit: TurnLimit | None = None,
     left_out: frozenset[str] = frozenset(),
+    views: Callable[[int], Any] | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -646,7 +648,9 @@ async def follow_turn(
     ``interrupt`` is armed: its first signal aborts the turn (:func:`_abort_on_signal`).
     ``limit`` (``--max-turns``) counts this conversation's model calls; a call past it aborts
     the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
-    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line."""
+    ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line.
+    ``views``: the newest view of a conversation by id (:meth:`BranchView.latest`), from which
+    ``stream-json`` reads a subagent's messages."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -660,8 +664,9 @@ async def follow_turn(
     elif mode in CLAUDE_MODES:
         cwd = str(session_line.get("cwd") or "")
         claude = turn.claude = ClaudeOutput(
-            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd
-        )
+            out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd,
+            conversation_view=views,
+        )  # fmt: skip
         config = conversation.view.value.get("config")
         tools = config.get("selectedTools") if isinstance(config, dict) else None
         claude.init(
