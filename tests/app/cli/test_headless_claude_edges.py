@@ -147,3 +147,69 @@ async def test_stream_json_streams_a_subagents_messages_with_its_task_call_as_pa
     assert lines[-1]["result"] == "All green."
     assert lines[-1]["num_turns"] == 2  # the run's own model calls
     assert len({line["uuid"] for line in lines}) == len(lines)
+
+
+def _touch(name: str) -> list[dict[str, Any]]:
+    return [{"toolCalls": [{"name": "bash", "arguments": {"command": f"touch {name}"}}]},
+            {"text": "done"}]  # fmt: skip
+
+
+def _write(name: str) -> list[dict[str, Any]]:
+    call = {"name": "write", "arguments": {"path": name, "content": "x\n"}}
+    return [{"toolCalls": [call]}, {"text": "done"}]
+
+
+def _settings(**permissions: Any) -> str:
+    return json.dumps({"permissions": permissions})
+
+
+@pytest.mark.anyio
+async def test_settings_default_mode_is_the_runs_permission_mode(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # acceptEdits: an edit runs unasked, and stderr says which mode and where from
+    done = await _run(project, agent_env, _write("edited.txt"), "-p", "go",
+                      "--settings", _settings(defaultMode="acceptEdits"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (project / "edited.txt").read_text() == "x\n"
+    assert "coding-agent: permission mode accept-edits (from permissions.defaultMode " in (
+        done.stderr
+    )
+    # bypassPermissions is our auto: a command runs unasked (a file of settings, too)
+    settings = project.parent / "ci-settings.json"
+    settings.write_text(_settings(defaultMode="bypassPermissions"))
+    done = await _run(project, agent_env, _touch("bypassed"), "-p", "go",
+                      "--settings", str(settings), "--output-format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (project / "bypassed").exists()
+    assert f"permission mode auto (from permissions.defaultMode 'bypassPermissions' of " \
+        f"--settings {settings}" in done.stderr  # fmt: skip
+    # --permission-mode wins over the file, as in Claude Code
+    done = await _run(project, agent_env, _touch("asked"), "-p", "go", "--settings",
+                      str(settings), "--permission-mode", "ask")  # fmt: skip
+    assert done.returncode == 3 and not (project / "asked").exists()
+    assert "permission mode" not in done.stderr
+
+
+@pytest.mark.parametrize("where", ["the same --settings", "your own settings file"])
+@pytest.mark.anyio
+async def test_a_disabled_bypass_refuses_settings_default_mode_bypass(
+    project: Path, agent_env: dict[str, str], where: str
+) -> None:
+    disable = {"disableBypassPermissionsMode": "disable"}
+    settings = _settings(defaultMode="bypassPermissions", **disable)
+    if where == "your own settings file":
+        user = Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json"
+        user.parent.mkdir(parents=True, exist_ok=True)
+        user.write_text(_settings(**disable))
+        settings = _settings(defaultMode="bypassPermissions")
+    done = await _run(project, agent_env, _touch("bypassed"), "-p", "go",
+                      "--settings", settings, "--output-format", "json")  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert not (project / "bypassed").exists()
+    result = _error_result(done.stdout)
+    assert (
+        "the auto permission mode is disabled by permissions.disableBypassPermissionsMode"
+        in (result["result"])
+    )
+    assert "permissions.defaultMode 'bypassPermissions' of --settings" in result["result"]

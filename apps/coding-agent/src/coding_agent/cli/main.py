@@ -1341,6 +1341,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         # a new session starts in the config's mode (or Claude Code's defaultMode: _run, once
         # the project's trust is decided); one resumed keeps its own
+        args.explicit_mode = args.permission_mode is not None  # --permission-mode given
         args.mode_from_files = args.permission_mode is None and not (
             args.continue_ or args.resume is not None or args.command == "attach"
         )
@@ -1442,10 +1443,14 @@ def _run(
         refused = approve_allow_disabled(PermissionFiles(session.cwd).restrictions())
         if refused is not None:
             raise _UsageError(refused)
+    run_mode = _settings_mode(args, session)  # a refusal before anything is recorded
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings
         session = update_settings(session, _launch_settings(args, previous))
+    if run_mode is not None:  # after the launch settings: --settings is this run's alone
+        args.permission_mode, asked = run_mode
+        print(f"coding-agent: permission mode {args.permission_mode} ({asked})", file=sys.stderr)
     tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
         if headless:
@@ -1460,6 +1465,43 @@ def _run(
         if previous is not None and not new and _start_failure(error):
             update_settings(session, previous)  # a start that failed records nothing
         raise
+
+
+def _settings_mode(args: argparse.Namespace, session: Session) -> tuple[str, str] | None:
+    """``--settings``' ``permissions.defaultMode`` (Claude Code's: ``default``, ``acceptEdits``,
+    ``plan``, ``bypassPermissions``…) is this run's permission mode unless ``--permission-mode``
+    was given, which wins as it does in Claude Code. It is applied as that flag's value is: the
+    worker makes it the session's mode before anything runs, and the session keeps it (a mode
+    is the session's here, Claude Code has none to keep), though it is not recorded in the
+    launch settings; never silently: :func:`_run` writes one ``coding-agent: permission mode``
+    line on stderr naming it, the file, and that the session keeps it. ``bypassPermissions``
+    is ``auto``, behind ``--permission-mode auto``'s gates: ``permissions.
+    disableBypassPermissionsMode`` in any settings file (the ``--settings`` file's own
+    included) refuses it with a usage error here, and the approval feature's ``set_mode``
+    refuses it again in the worker. Returns ``(the mode, the words naming where it comes
+    from)``, or ``None``."""
+    if getattr(args, "explicit_mode", False) or args.run is None or args.run.settings is None:
+        return None
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.claude_settings import auto_disabled, flag_mode
+    from coding_agent.settings.permissions import PermissionFiles
+
+    options = args.run.resolve()
+    assert options.settings is not None
+    found = flag_mode(options.settings)
+    if found is None:  # not a mode this agent takes: the worker's note says so
+        return None
+    mode, value = found
+    source = options.settings_source
+    where = source if source.startswith("--settings") else f"--settings {source}"
+    asked = f"permissions.defaultMode {value!r} of {where}"
+    if mode == "auto":
+        files = PermissionFiles(session.cwd)
+        files.set_run_settings(options.settings_source, options.settings)
+        refused = auto_disabled(files.restrictions(), asked)
+        if refused is not None:
+            raise _UsageError(refused)
+    return mode, f"from {asked}; the session keeps it, as with --permission-mode"
 
 
 def _start_failure(error: BaseException) -> bool:
