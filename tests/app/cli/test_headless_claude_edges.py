@@ -84,7 +84,7 @@ async def test_a_run_that_cannot_start_writes_the_error_result(
 
 
 @pytest.mark.anyio
-async def test_a_command_no_template_provides_and_a_session_in_use_write_the_error_result(
+async def test_an_unknown_command_writes_the_error_result_and_a_parse_error_does_not(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     done = await _run(project, agent_env, [{"text": "never"}], "-p", "/no-such-command",
