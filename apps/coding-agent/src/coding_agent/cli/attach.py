@@ -56,6 +56,7 @@ from coding_agent.contracts import (
     APPROVAL_DIALOGS,
     APPROVAL_MODE,
     QUESTION_DIALOGS,
+    TurnLimitService,
     WorkerStatusService,
 )
 from coding_agent.server.preface import Request
@@ -249,8 +250,10 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
     interrupt = Interrupt()  # Ctrl+C aborts the server's turn, as a local run's
     interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     run = (_headless_main, dial, prompt, mode, args.approve, args.verbose, args.model)
-    wait = args.wait_for_approval
-    return int(anyio.run(until_interrupted, interrupt, *run, wait, interrupt, backend="asyncio"))
+    wait, turns = args.wait_for_approval, args.max_turns
+    return int(
+        anyio.run(until_interrupted, interrupt, *run, wait, interrupt, turns, backend="asyncio")
+    )
 
 
 async def _headless_main(
@@ -262,6 +265,7 @@ async def _headless_main(
     model: str | None,
     wait: float | None,
     interrupt: Interrupt | None = None,
+    max_turns: int | None = None,
 ) -> int:
     request = Request(session=dial.session) if dial.session else Request(new=True, model=model)
     try:
@@ -279,7 +283,7 @@ async def _headless_main(
             wait = float(announced)
     return await run_headless_on_server(
         prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
-        approve=approve, verbose=verbose, wait=wait, interrupt=interrupt,
+        approve=approve, verbose=verbose, wait=wait, interrupt=interrupt, max_turns=max_turns,
     )  # fmt: skip
 
 
@@ -298,6 +302,7 @@ async def run_headless_on_server(
     watch: Callable[[WireServiceSource], Coroutine[Any, Any, None]] | None = None,
     interrupt: Interrupt | None = None,
     left_out: frozenset[str] = frozenset(),
+    max_turns: int | None = None,
 ) -> int:
     """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
     ``again()`` after a drop), reporting as the local headless modes do. ``wait`` parks each
@@ -305,7 +310,10 @@ async def run_headless_on_server(
     beside the turn with the connection's source (a local worker's supervisor restarts it);
     ``interrupt``'s first signal aborts the turn in the session (:mod:`coding_agent.cli.
     interrupt`). ``left_out``: the tools the worker's ``--tools`` leaves out (not listed as
-    offered)."""
+    offered). ``max_turns`` (``--max-turns``): the prompt is sent through the worker's
+    :data:`~coding_agent.contracts.TurnLimitService`, so the worker that runs the turn stops
+    it after that many model calls (:mod:`coding_agent.worker.max_turns`); a worker that does
+    not offer it (an older version) refuses the run, exit 2, before anything is sent."""
     errors = err if err is not None else sys.stderr
     pending = [first]
     refused: list[str] = []
@@ -341,6 +349,13 @@ async def run_headless_on_server(
                 offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
                 features = {name for sid, name in _FEATURES.items() if sid in offered}
                 session_id = info.get("session")
+                if max_turns is not None and TurnLimitService.id not in offered:
+                    refused.append(
+                        "--max-turns: the session's worker does not enforce it (an older "
+                        "coding-agent serves it): upgrade the server, or leave --max-turns out"
+                    )
+                    turning.cancel()
+                    await anyio.sleep_forever()  # (cancelled) nothing is sent
 
                 def waiting(request: dict[str, Any]) -> None:
                     how_long = "until then" if wait is None or math.isinf(wait) else f"{wait:g} s"
@@ -357,6 +372,9 @@ async def run_headless_on_server(
                     presentation.facet(),
                     *_responders(features, approve, blocked, wait=wait, waiting=waiting),
                 ]
+                limits: list[Any] = []  # the worker's TurnLimitService, for --max-turns
+                if max_turns is not None:
+                    facets.append(_service_user(TurnLimitService, limits, "turn-limit"))
                 modes: list[Any] = []  # the permission mode Claude Code's init line names
                 if APPROVAL_MODE.id in offered:
                     facets.append(_service_user(APPROVAL_MODE, modes, "mode"))
@@ -369,6 +387,12 @@ async def run_headless_on_server(
                 async with create_facet_host(facets, service_sources=[source]):
                     await root.chosen.wait()
                     line = {"session": session_id, "cwd": info.get("cwd"), "mode": _mode_now(modes)}
+
+                    async def limited(send: Any) -> int:  # the worker counts and stops the turn
+                        assert max_turns is not None
+                        conversation = root.found[-1].view.value["conversation"]["id"]
+                        return int(await limits[-1].send(conversation, send, max_turns, BACKGROUND))
+
                     turn = await follow_turn(
                         prompt,
                         root.found[-1],
@@ -383,6 +407,8 @@ async def run_headless_on_server(
                         interrupt=interrupt,
                         left_out=left_out,
                         views=presentation.latest,
+                        sender=limited if max_turns is not None else None,
+                        max_turns=max_turns,
                     )
             finally:
                 with anyio.CancelScope(shield=True):
@@ -410,6 +436,7 @@ async def run_parked_headless(
     permission_mode: str | None = None,
     interrupt: Interrupt | None = None,
     run: RunFlags | None = None,
+    max_turns: int | None = None,
 ) -> int:
     """``-p``/``--json --wait-for-approval``: the turn runs in the session's own worker process
     (started, or reused, by a :class:`~coding_agent.supervisor.WorkerSupervisor`, which restarts
@@ -438,6 +465,7 @@ async def run_parked_headless(
             content, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
             wait=wait, watch=keeper.watch, interrupt=interrupt,
             left_out=run.resolve().left_out() if run is not None else frozenset(),
+            max_turns=max_turns,
         )  # fmt: skip
     finally:
         with anyio.CancelScope(shield=True):

@@ -74,7 +74,6 @@ from chord import (
 from coding_agent.cli.claude_flags import allow_rule
 from coding_agent.cli.claude_output import ClaudeOutput, Subtype, failure_result
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
-from coding_agent.cli.max_turns import TurnLimit
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
@@ -92,6 +91,7 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.max_turns import TurnLimit
 from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import BranchView
 from pico3 import (
@@ -617,6 +617,8 @@ class TurnOutcome:
         """Why the turn was aborted (``interrupted (SIGINT): ...``), when a signal aborted it."""
         self.claude: ClaudeOutput | None = None
         """The Claude Code lines of a ``claude-*`` mode's run."""
+        self.answer: ViewEntry | None = None
+        """The entry the turn ended with (``turn.ended``'s ``answer``), when it has one."""
         self.limited: int | None = None
         """``--max-turns``' value when it stopped the turn (the model still calling tools)."""
 
@@ -639,6 +641,8 @@ async def follow_turn(
     limit: TurnLimit | None = None,
     left_out: frozenset[str] = frozenset(),
     views: Callable[[int], Any] | None = None,
+    sender: Callable[[SendInputJson], Awaitable[int]] | None = None,
+    max_turns: int | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -650,7 +654,11 @@ async def follow_turn(
     the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
     ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line.
     ``views``: the newest view of a conversation by id (:meth:`BranchView.latest`), from which
-    ``stream-json`` reads a subagent's messages."""
+    ``stream-json`` reads a subagent's messages. ``sender`` sends the input instead of
+    ``conversation.send`` (a limited send through a worker's ``TurnLimitService``), and
+    ``max_turns`` is its limit: the turn is reported as stopped by it when it ended with an
+    answer still calling tools, or the worker aborted it past the limit
+    (:mod:`coding_agent.worker.max_turns`)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -692,7 +700,10 @@ async def follow_turn(
         try:
             try:
                 send = cast(SendInputJson, {**(options or {}), "content": prompt})
-                input_id = await conversation.send(send, BACKGROUND)
+                if sender is not None:
+                    input_id = await sender(send)
+                else:
+                    input_id = await conversation.send(send, BACKGROUND)
             except Exception:
                 if not failed():
                     raise
@@ -709,6 +720,8 @@ async def follow_turn(
         raise failure
     if limit is not None and limit.stopped and ended:
         turn.limited = limit.limit
+    if max_turns is not None and ended and _stopped_by_limit(turn, max_turns):
+        turn.limited = max_turns
     if interrupt is not None and interrupt.requested.is_set():
         said = interrupt.describe()
         if ended and turn.status == "done":
@@ -723,6 +736,21 @@ async def follow_turn(
         _model_ref({"config": {"model": asked}}) or _model_ref(current().view.value) or model
     )
     return turn
+
+
+def _stopped_by_limit(turn: TurnOutcome, max_turns: int) -> bool:
+    """Whether a worker's ``--max-turns`` (:mod:`coding_agent.worker.max_turns`) ended the
+    turn: done with an answer still calling tools (its tools ran, then the turn ended), or
+    aborted by the limit at a call past it."""
+    if turn.detail.startswith(f"stopped by --max-turns {max_turns}"):
+        return True
+    answer = turn.answer
+    return (
+        turn.status == "done"
+        and isinstance(answer, AssistantEntry)
+        and answer.message is not None
+        and any(isinstance(block, ToolCall) for block in answer.message.content)
+    )
 
 
 async def _abort_past_limit(
@@ -800,7 +828,8 @@ async def _read_turn(
         if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
             turn.status = str(event.get("status"))
             turn.detail = str(event.get("detail") or event.get("reason") or "")
-            turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
+            turn.answer = turn.entries.get(event.get("answer", -1))
+            turn.text = answer_text(turn.answer)
             return True
     return False
 
@@ -826,6 +855,7 @@ def _ended_meanwhile(view: View | dict[str, Any], input_id: int, turn: TurnOutco
     failed = answer is None or answer.data.reason == "error"
     turn.status = "failed" if failed else "done"
     turn.detail = "the turn ended while the connection was down" if failed else ""
+    turn.answer = answer
     turn.text = answer_text(answer)
     return True
 

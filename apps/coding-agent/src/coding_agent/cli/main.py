@@ -801,10 +801,10 @@ def _turns(value: str) -> int:
 
 
 def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
-    """``--output-format`` and ``--max-turns`` are for a headless run; ``--output-format``
-    does not go with ``--json`` (two shapes for one stdout), and ``--max-turns`` is enforced
-    in this process (:mod:`coding_agent.cli.max_turns`), so not with ``--server`` (the
-    server's worker runs the turn) or ``--wait-for-approval`` (a worker of its own)."""
+    """``--output-format`` and ``--max-turns`` are for a headless run, and ``--output-format``
+    does not go with ``--json`` (two shapes for one stdout). ``--max-turns`` is enforced by
+    whichever process runs the session (:mod:`coding_agent.worker.max_turns`): this one, a
+    server's worker (``--server``) or a worker of its own (``--wait-for-approval``)."""
     for flag, value in (("--output-format", args.output_format), ("--max-turns", args.max_turns)):
         if value is not None and not headless:
             _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...', args)
@@ -812,18 +812,6 @@ def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
         _usage_exit(
             "--json streams this agent's events, --output-format writes Claude Code's shapes: "
             'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")',
-            args,
-        )
-    if args.max_turns is not None and args.server is not None:
-        _usage_exit(
-            "--max-turns counts the turns in this process, and with --server the server's "
-            "worker runs them: run -p here, or leave --max-turns out",
-            args,
-        )
-    if args.max_turns is not None and args.wait_for_approval is not None:
-        _usage_exit(
-            "--max-turns counts the turns in this process, and with --wait-for-approval a "
-            "worker of its own runs them: leave one of the two out",
             args,
         )
 
@@ -865,7 +853,7 @@ async def _run_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
             thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
-            run=args.run,
+            run=args.run, max_turns=args.max_turns,
         )  # fmt: skip
 
     def unanswered() -> None:
