@@ -213,3 +213,19 @@ async def test_a_disabled_bypass_refuses_settings_default_mode_bypass(
         in (result["result"])
     )
     assert "permissions.defaultMode 'bypassPermissions' of --settings" in result["result"]
+
+
+@pytest.mark.anyio
+async def test_max_turns_with_wait_for_approval_is_enforced_by_the_sessions_worker(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    # --wait-for-approval runs the session in a worker of its own: the limit is the worker's
+    steps = [{"toolCalls": [{"name": "bash", "arguments": {"command": f"touch t{n}"}}]}
+             for n in (1, 2, 3)]  # fmt: skip
+    done = await _run(project, agent_env, steps, "-p", "go", "--wait-for-approval", "0",
+                      "--approve", "allow", "--max-turns", "2", "--output-format", "json")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["subtype"], result["num_turns"]) == ("error_max_turns", 2)
+    assert (project / "t1").exists() and (project / "t2").exists()
+    assert not (project / "t3").exists()

@@ -27,8 +27,8 @@ event is one line of JSON, and the last is ``{"type": "result", "ok", "status", 
 "error"?, "blocked"?}``; in the ``claude-json`` and ``claude-stream-json`` modes (``-p
 --output-format json|stream-json``) ``out`` gets Claude Code's shapes (:mod:`coding_agent.cli.
 claude_output`: its result object, and with ``stream-json`` its init and message lines before
-it), and ``--max-turns`` stops the turn after that many model calls (:mod:`coding_agent.cli.
-max_turns`: exit 1, ``error_max_turns``). Failures go to ``err`` as ``coding-agent: error:
+it), and ``--max-turns`` stops the turn after that many model calls (:mod:`coding_agent.
+worker.max_turns`: exit 1, ``error_max_turns``). Failures go to ``err`` as ``coding-agent: error:
 ...`` lines. The exit code is 0 when the turn ended ``done``, 1 when it did not (the provider
 or model failed, ``--max-turns`` stopped it, or a hook stopped the turn: a ``PermissionRequest`` deny with ``interrupt``, whose line names the
 hook, ``the turn was stopped by PermissionRequest hook `<command>```), 3 when
@@ -452,8 +452,8 @@ async def run_headless(
     command line drops a session it created for it: no ghost). ``interrupt``: the run's
     signals (:mod:`coding_agent.cli.interrupt`): the first aborts the turn, and the run returns
     :data:`EXIT_INTERRUPTED` after its last line (``"status": "interrupted"``). ``max_turns``
-    (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.cli.
-    max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
+    (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.
+    worker.max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
     faux script (nothing is opened then)."""
     if mode not in ("print", "json", *CLAUDE_MODES):
