@@ -78,7 +78,7 @@ async def test_a_server_session_stops_at_max_turns_and_the_next_prompt_is_not_li
 async def test_a_call_past_the_limit_has_its_tools_stopped_on_the_server(
     servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path, faux_script: Path
 ) -> None:
-    faux_script.write_text(json.dumps(_touch("first", "second")))
+    await anyio.Path(faux_script).write_text(json.dumps(_touch("first", "second")))
     server = await servers(
         agent_env, ["--faux-script", str(faux_script), "serve", "--cwd", str(project)]
     )
