@@ -29,6 +29,7 @@ import anyio
 from chord import (
     BACKGROUND,
     FrameConnection,
+    RemoteServiceError,
     WireServiceSource,
     connect_service_source,
     connect_unix,
@@ -391,7 +392,14 @@ async def run_headless_on_server(
                     async def limited(send: Any) -> int:  # the worker counts and stops the turn
                         assert max_turns is not None
                         conversation = root.found[-1].view.value["conversation"]["id"]
-                        return int(await limits[-1].send(conversation, send, max_turns, BACKGROUND))
+                        try:
+                            sent = await limits[-1].send(conversation, send, max_turns, BACKGROUND)
+                        except RemoteServiceError as error:  # refused: nothing was sent
+                            refused.append(f"--max-turns: {error.message}")
+                            turning.cancel()
+                            await anyio.sleep_forever()  # (cancelled)
+                            raise
+                        return int(sent)
 
                     turn = await follow_turn(
                         prompt,

@@ -37,7 +37,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from chord import BACKGROUND, Context, Facet, FacetEnvironment, define_facet
+from chord import BACKGROUND, Context, Facet, FacetEnvironment, RemoteServiceError, define_facet
 from coding_agent.contracts import TurnLimitService
 from pico3 import MODEL_CALL_KIND, TOOL_KIND, HarnessService, HarnessServiceApi, ToolResult
 
@@ -110,6 +110,11 @@ class TurnLimit:
             return undo.pop_all().close
 
 
+def _invalid(message: str) -> RemoteServiceError:
+    """A refusal said to the client as it is (one line), not as an internal error."""
+    return RemoteServiceError("service_invalid_value", message)
+
+
 class _Limits:
     """:data:`~coding_agent.contracts.TurnLimitService`: a limited send per conversation at a
     time, each watched in ``group`` (the worker's) until the conversation is idle again."""
@@ -121,15 +126,16 @@ class _Limits:
 
     async def send(self, conversation: int, input: Any, turns: int, ctx: Context) -> int:
         if type(conversation) is not int or type(turns) is not int or turns < 1:
-            raise ValueError("send(conversation, input, turns): turns is a whole number, 1 or more")
+            raise _invalid("send(conversation, input, turns): turns is a whole number, 1 or more")
         if not isinstance(input, dict) or "content" not in input:
-            raise ValueError('input must be {"content": ..., ...} (SendInputJson)')
+            raise _invalid('input must be {"content": ..., ...} (SendInputJson)')
         handle = await self._harness.harness.conversation(conversation, ctx)
         if handle is None:
-            raise ValueError(f"no conversation {conversation} in this session")
+            raise _invalid(f"no conversation {conversation} in this session")
         if conversation in self._held:
-            raise ValueError(
-                f"conversation {conversation} runs a --max-turns turn already; wait for it to end"
+            raise _invalid(
+                f"conversation {conversation} runs a --max-turns turn already (another client's "
+                "run): wait for it to end, then run again"
             )
         limit = TurnLimit(turns, namespace=f"{NAMESPACE}.{conversation}")
         limit.conversation = conversation
