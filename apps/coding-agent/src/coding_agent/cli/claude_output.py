@@ -17,7 +17,8 @@ Claude Code's CI scripts read its shapes (``claude -p "…" --output-format json
 
 The **result** object: ``type: "result"``, ``subtype`` (``success``; ``error_max_turns`` when
 ``--max-turns`` stopped a model still calling tools; ``error_during_execution`` when the turn
-failed, was aborted or the storage failed), ``is_error``, ``duration_ms`` (the run's wall time
+failed, was aborted or the storage failed, or the run could not start: :func:`failure_result`),
+``is_error``, ``duration_ms`` (the run's wall time
 from the send), ``duration_api_ms`` (the time spent waiting for the model: from the send, or the
 last tool result, to each answer, measured here), ``num_turns`` (the run's model calls, an
 answer entry each), ``result`` (the final answer's text, or the error's text when ``is_error``;
