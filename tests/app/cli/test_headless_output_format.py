@@ -223,7 +223,6 @@ async def test_a_failed_run_is_an_error_result_with_the_error_text(
         (["--json", "hi", "--output-format", "json"], "choose one"),
         (["--output-format", "json"], "--output-format is for a headless run"),
         (["-p", "hi", "--max-turns", "0"], "expected a whole number of 1 or more, got '0'"),
-        (["-p", "hi", "--max-turns", "2", "--server", "tcp://127.0.0.1:9"], "with --server"),
         (["-p", "hi", "--output-format", "xml"], "invalid choice: 'xml'"),
     ],
 )

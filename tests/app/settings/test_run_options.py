@@ -70,7 +70,7 @@ def test_settings_join_the_rule_files_as_your_own_and_note_what_they_do_not_set(
     data = {
         "permissions": {
             "allow": ["Bash(npm test:*)"],
-            "defaultMode": "acceptEdits",
+            "defaultMode": "auto",  # Claude Code's classifier: not a mode --settings sets
             "denyInsteadOfPrompting": True,
             "additionalDirectories": [str(folder)],
         },

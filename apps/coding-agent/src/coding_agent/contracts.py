@@ -17,6 +17,8 @@ token                         id                          served by
 :data:`TuiWatchService`       ``coding-agent.tui-watch``  ``worker/notifications.py``: which TUIs are
                                                           attached (keyed: one instance, ``worker``)
 :data:`WorkingDirsService`    ``coding-agent.working-dirs``  ``worker/working_dirs.py``: ``/add-dir``
+:data:`TurnLimitService`      ``coding-agent.turn-limit``  ``worker/max_turns.py``: ``-p --max-turns``
+                                                          against a server's (or a parked) session
 ============================  ==========================  =============================================
 
 Feature packages serve their own services (each feature's ``contract.py``); the app does not
@@ -49,6 +51,8 @@ __all__ = [
     "ShellService",
     "TuiWatch",
     "TuiWatchService",
+    "TurnLimitService",
+    "TurnLimits",
     "WorkerStatusService",
     "WorkingDirs",
     "WorkingDirsService",
@@ -133,6 +137,25 @@ observes and calls :meth:`TuiWatch.watching` on): a TUI writes notifications to 
 so the worker's desktop notifications wait for no TUI to be attached
 (:mod:`coding_agent.worker.notifications`). Other clients (``-p``, the browser, ACP) do not
 count."""
+
+
+class TurnLimits(Protocol):
+    """The remotable contract of :data:`TurnLimitService`."""
+
+    async def send(self, conversation: int, input: Any, turns: int, ctx: Context) -> int:
+        """Send ``input`` (``SendInputJson``) to ``conversation`` with its turn limited to
+        ``turns`` model calls, as ``-p --max-turns`` limits a run in its own process; returns
+        the input id. The limit lives in the worker for that turn alone (till the
+        conversation is idle again), is kept nowhere, and is lost if the worker restarts.
+        Raises ``ValueError`` for a conversation that is not there, one another limited send
+        holds, or ``turns`` below 1."""
+        ...
+
+
+TurnLimitService = define_service("coding-agent.turn-limit", TurnLimits)
+"""The worker's ``--max-turns`` for a client in another process (remotable singleton:
+:mod:`coding_agent.worker.max_turns`): ``-p --server`` and ``--wait-for-approval`` send the
+prompt through it, so the worker that runs the turn enforces the limit."""
 
 
 class WorkingDirs(Protocol):

@@ -29,6 +29,7 @@ import anyio
 from chord import (
     BACKGROUND,
     FrameConnection,
+    RemoteServiceError,
     WireServiceSource,
     connect_service_source,
     connect_unix,
@@ -47,6 +48,7 @@ from coding_agent.cli.headless import (
     follow_turn,
     headless_mode,
     interrupted_reporter,
+    report_failure,
     report_turn,
 )
 from coding_agent.cli.interrupt import Interrupt, until_interrupted
@@ -55,6 +57,7 @@ from coding_agent.contracts import (
     APPROVAL_DIALOGS,
     APPROVAL_MODE,
     QUESTION_DIALOGS,
+    TurnLimitService,
     WorkerStatusService,
 )
 from coding_agent.server.preface import Request
@@ -132,31 +135,38 @@ def _say_failover(line: str) -> None:
     print(f"coding-agent: {line}", file=sys.stderr, flush=True)
 
 
-def _fail(message: str, code: int) -> int:
+def _fail(message: str, code: int, mode: HeadlessMode = "print") -> int:
+    """One ``coding-agent: error:`` line (and, for ``-p --output-format json|stream-json``,
+    Claude Code's error result on stdout); returns ``code``."""
     print(f"coding-agent: error: {message}", file=sys.stderr)
+    report_failure(mode, sys.stdout, message)
     return code
 
 
-def _dial_error(address: ServerAddress, error: BaseException) -> int | None:
-    """The exit code (after its one line) of a failure to reach the server, else ``None``."""
+def _dial_error(
+    address: ServerAddress, error: BaseException, mode: HeadlessMode = "print"
+) -> int | None:
+    """The exit code (after its one line; ``mode``: the headless run's, see :func:`_fail`) of
+    a failure to reach the server, else ``None``."""
     if isinstance(error, NoServerReachable):
-        return _fail(str(error), EXIT_FAILED)
+        return _fail(str(error), EXIT_FAILED, mode)
     if isinstance(error, ServerRefused):
         usage = error.code in ("unauthorized", "not_found", "bad_preface")
-        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED)
+        return _fail(str(error), EXIT_USAGE if usage else EXIT_FAILED, mode)
     if isinstance(error, ssl.SSLCertVerificationError):
         return _fail(
             f"{address}: the server's TLS certificate is not trusted ({error.verify_message}): "
             "give its CA (or its self-signed certificate) with --tls-ca FILE",
             EXIT_FAILED,
+            mode,
         )
     if isinstance(error, ssl.SSLError):
-        return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED)
+        return _fail(f"{address}: TLS failed: {error} (is it a TLS port?)", EXIT_FAILED, mode)
     if isinstance(error, OSError):
         reason = error.strerror or str(error)
         if reason.startswith(f"{address}: "):  # it names the server already
             reason = reason.removeprefix(f"{address}: ")
-        return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED)
+        return _fail(f"cannot reach the server at {address}: {reason}", EXIT_FAILED, mode)
     return None
 
 
@@ -226,10 +236,11 @@ async def _attach(dial: _Dial) -> int:
 
 def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
     """``-p``/``--json PROMPT --server URL``: one turn in a session hosted by a server."""
+    mode: HeadlessMode = headless_mode(args.json is not None, args.output_format)
     try:
         dial = _Dial(args.server, args)
     except ValueError as error:
-        return _fail(str(error), EXIT_USAGE)
+        return _fail(str(error), EXIT_USAGE, mode)
     if names_paths(prompt):  # the working folder is the server's: no local file is read
         print(
             "coding-agent: warning: @file mentions are not attached for server sessions (the "
@@ -237,12 +248,13 @@ def run_remote_headless(args: argparse.Namespace, prompt: str) -> int:
             file=sys.stderr,
         )
         sys.stderr.flush()
-    mode: HeadlessMode = headless_mode(args.json is not None, args.output_format)
     interrupt = Interrupt()  # Ctrl+C aborts the server's turn, as a local run's
     interrupt.report = interrupted_reporter(mode, sys.stdout, sys.stderr)
     run = (_headless_main, dial, prompt, mode, args.approve, args.verbose, args.model)
-    wait = args.wait_for_approval
-    return int(anyio.run(until_interrupted, interrupt, *run, wait, interrupt, backend="asyncio"))
+    wait, turns = args.wait_for_approval, args.max_turns
+    return int(
+        anyio.run(until_interrupted, interrupt, *run, wait, interrupt, turns, backend="asyncio")
+    )
 
 
 async def _headless_main(
@@ -254,12 +266,13 @@ async def _headless_main(
     model: str | None,
     wait: float | None,
     interrupt: Interrupt | None = None,
+    max_turns: int | None = None,
 ) -> int:
     request = Request(session=dial.session) if dial.session else Request(new=True, model=model)
     try:
         conn, info = await dial.first(request)
     except Exception as error:
-        code = _dial_error(dial.address, error)
+        code = _dial_error(dial.address, error, mode)
         if code is None:
             raise
         return code
@@ -271,7 +284,7 @@ async def _headless_main(
             wait = float(announced)
     return await run_headless_on_server(
         prompt, conn, info, dial.again(str(info["session"])), mode=mode, out=sys.stdout,
-        approve=approve, verbose=verbose, wait=wait, interrupt=interrupt,
+        approve=approve, verbose=verbose, wait=wait, interrupt=interrupt, max_turns=max_turns,
     )  # fmt: skip
 
 
@@ -290,6 +303,7 @@ async def run_headless_on_server(
     watch: Callable[[WireServiceSource], Coroutine[Any, Any, None]] | None = None,
     interrupt: Interrupt | None = None,
     left_out: frozenset[str] = frozenset(),
+    max_turns: int | None = None,
 ) -> int:
     """Run one turn of ``prompt`` in the server's session ``info`` over ``first`` (and
     ``again()`` after a drop), reporting as the local headless modes do. ``wait`` parks each
@@ -297,7 +311,10 @@ async def run_headless_on_server(
     beside the turn with the connection's source (a local worker's supervisor restarts it);
     ``interrupt``'s first signal aborts the turn in the session (:mod:`coding_agent.cli.
     interrupt`). ``left_out``: the tools the worker's ``--tools`` leaves out (not listed as
-    offered)."""
+    offered). ``max_turns`` (``--max-turns``): the prompt is sent through the worker's
+    :data:`~coding_agent.contracts.TurnLimitService`, so the worker that runs the turn stops
+    it after that many model calls (:mod:`coding_agent.worker.max_turns`); a worker that does
+    not offer it (an older version) refuses the run, exit 2, before anything is sent."""
     errors = err if err is not None else sys.stderr
     pending = [first]
     refused: list[str] = []
@@ -333,6 +350,13 @@ async def run_headless_on_server(
                 offered = {entry.service_id for entry in await source.catalogue(BACKGROUND)}
                 features = {name for sid, name in _FEATURES.items() if sid in offered}
                 session_id = info.get("session")
+                if max_turns is not None and TurnLimitService.id not in offered:
+                    refused.append(
+                        "--max-turns: the session's worker does not enforce it (an older "
+                        "coding-agent serves it): upgrade the server, or leave --max-turns out"
+                    )
+                    turning.cancel()
+                    await anyio.sleep_forever()  # (cancelled) nothing is sent
 
                 def waiting(request: dict[str, Any]) -> None:
                     how_long = "until then" if wait is None or math.isinf(wait) else f"{wait:g} s"
@@ -349,6 +373,9 @@ async def run_headless_on_server(
                     presentation.facet(),
                     *_responders(features, approve, blocked, wait=wait, waiting=waiting),
                 ]
+                limits: list[Any] = []  # the worker's TurnLimitService, for --max-turns
+                if max_turns is not None:
+                    facets.append(_service_user(TurnLimitService, limits, "turn-limit"))
                 modes: list[Any] = []  # the permission mode Claude Code's init line names
                 if APPROVAL_MODE.id in offered:
                     facets.append(_service_user(APPROVAL_MODE, modes, "mode"))
@@ -361,6 +388,19 @@ async def run_headless_on_server(
                 async with create_facet_host(facets, service_sources=[source]):
                     await root.chosen.wait()
                     line = {"session": session_id, "cwd": info.get("cwd"), "mode": _mode_now(modes)}
+
+                    async def limited(send: Any) -> int:  # the worker counts and stops the turn
+                        assert max_turns is not None
+                        conversation = root.found[-1].view.value["conversation"]["id"]
+                        try:
+                            sent = await limits[-1].send(conversation, send, max_turns, BACKGROUND)
+                        except RemoteServiceError as error:  # refused: nothing was sent
+                            refused.append(f"--max-turns: {error.message}")
+                            turning.cancel()
+                            await anyio.sleep_forever()  # (cancelled)
+                            raise
+                        return int(sent)
+
                     turn = await follow_turn(
                         prompt,
                         root.found[-1],
@@ -374,6 +414,9 @@ async def run_headless_on_server(
                         latest=lambda: root.found[-1],
                         interrupt=interrupt,
                         left_out=left_out,
+                        views=presentation.latest,
+                        sender=limited if max_turns is not None else None,
+                        max_turns=max_turns,
                     )
             finally:
                 with anyio.CancelScope(shield=True):
@@ -381,6 +424,7 @@ async def run_headless_on_server(
                 group.cancel_scope.cancel()
     if refused:
         print(f"coding-agent: error: {refused[0]}", file=errors)
+        report_failure(mode, out, refused[0], str(info.get("session") or ""))  # no result yet
         return EXIT_USAGE
     assert turn is not None
     return report_turn(turn, blocked, mode=mode, out=out, err=errors)
@@ -400,6 +444,7 @@ async def run_parked_headless(
     permission_mode: str | None = None,
     interrupt: Interrupt | None = None,
     run: RunFlags | None = None,
+    max_turns: int | None = None,
 ) -> int:
     """``-p``/``--json --wait-for-approval``: the turn runs in the session's own worker process
     (started, or reused, by a :class:`~coding_agent.supervisor.WorkerSupervisor`, which restarts
@@ -428,6 +473,7 @@ async def run_parked_headless(
             content, first, info, again, mode=mode, out=out, approve=approve, verbose=verbose,
             wait=wait, watch=keeper.watch, interrupt=interrupt,
             left_out=run.resolve().left_out() if run is not None else frozenset(),
+            max_turns=max_turns,
         )  # fmt: skip
     finally:
         with anyio.CancelScope(shield=True):

@@ -19,7 +19,8 @@ Claude Code's CI scripts read its shapes (``claude -p "…" --output-format json
 
 The **result** object: ``type: "result"``, ``subtype`` (``success``; ``error_max_turns`` when
 ``--max-turns`` stopped a model still calling tools; ``error_during_execution`` when the turn
-failed, was aborted or the storage failed), ``is_error``, ``duration_ms`` (the run's wall time
+failed, was aborted or the storage failed, or the run could not start: :func:`failure_result`),
+``is_error``, ``duration_ms`` (the run's wall time
 from the send), ``duration_api_ms`` (the time spent waiting for the model: from the send, or the
 last tool result, to each answer, measured here), ``num_turns`` (the run's model calls, an
 answer entry each), ``result`` (the final answer's text, or the error's text when ``is_error``;
@@ -33,9 +34,17 @@ model registry; 0 for a model without prices, the faux one included), ``usage``
 **Tool names** are Claude Code's where it has one (``bash`` is ``Bash``, ``find`` is ``Glob``:
 :func:`pico3.claude_tool`, the table the hooks use) and so are the input's field names
 (``file_path``, ``old_string``…); a tool Claude Code has no name for keeps ours (an MCP tool's
-``mcp__server__tool`` is the same in both). A subagent's messages are not streamed (its report is
-the ``agent`` call's result), so ``parent_tool_use_id`` is always ``null``. ``uuid`` is derived
-from the session and the entry: the same message has the same uuid in every run that shows it.
+``mcp__server__tool`` is the same in both). ``uuid`` is derived from the session and the entry:
+the same message has the same uuid in every run that shows it.
+
+**Subagents** (``stream-json``): a subagent's own ``assistant`` and ``user`` (tool result) lines
+are streamed as Claude Code streams a ``Task``'s, with ``parent_tool_use_id`` the id of the
+``agent`` call that ran it (the run's own lines carry ``null``); a subagent's subagent names its
+parent subagent's call. They come once the subagent finished, all together, right before the
+``agent`` call's own ``tool_result`` line (the call's result names the subagent's conversation;
+its view, as the run last saw it, gives the messages), so a reader sees each subagent's work
+next to its report. They do not count in ``num_turns`` or ``usage`` (the run's own model
+calls).
 """
 
 from __future__ import annotations
@@ -43,10 +52,10 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, TextIO
 
-from pico3 import AssistantEntry, ToolResultEntry, ViewEntry, claude_tool
+from pico3 import AssistantEntry, ToolResultEntry, ViewDecoder, ViewEntry, claude_tool
 from pico3.models import (
     ImageContent,
     ServerToolContent,
@@ -55,7 +64,13 @@ from pico3.models import (
     ToolCall,
 )
 
-__all__ = ["CLAUDE_PERMISSION_MODES", "OUTPUT_FORMATS", "ClaudeOutput", "Subtype"]
+__all__ = [
+    "CLAUDE_PERMISSION_MODES",
+    "OUTPUT_FORMATS",
+    "ClaudeOutput",
+    "Subtype",
+    "failure_result",
+]
 
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 """``--output-format``'s values, as Claude Code's (``text``: what ``-p`` prints anyway)."""
@@ -120,8 +135,18 @@ class ClaudeOutput:
     (:meth:`result`). ``session_id`` and ``cwd`` name the run's session."""
 
     def __init__(
-        self, out: TextIO, *, stream: bool, session_id: str, cwd: str, partial: bool = False
+        self,
+        out: TextIO,
+        *,
+        stream: bool,
+        session_id: str,
+        cwd: str,
+        partial: bool = False,
+        conversation_view: Callable[[int], Mapping[str, Any] | None] | None = None,
     ) -> None:
+        self.conversation_view = conversation_view
+        """The newest view (JSON) of a conversation by id, as the run saw it (``None``: not
+        seen): a subagent's messages are read from it (module docstring)."""
         self.out = out
         self.stream = stream
         self.partial_messages = stream and partial
@@ -282,9 +307,36 @@ class ClaudeOutput:
         elif isinstance(entry, ToolResultEntry):
             self.waiting_since = now
             if self.stream and entry.message is not None:
+                self._subagent_lines(entry, set())
                 self._line(self._tool_result(entry))
 
-    def _assistant(self, entry: AssistantEntry) -> dict[str, Any]:
+    def _subagent_lines(self, result: ToolResultEntry, shown: set[int]) -> None:
+        """The lines of the subagent whose ``agent`` call ``result`` ends (its details name
+        the subagent's conversation), each with ``parent_tool_use_id`` that call's id; its
+        own subagents' lines before their calls' results (``shown``: the conversations
+        written already, so a cycle cannot loop)."""
+        details = result.data.details
+        child = details.get("conversation") if isinstance(details, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if type(child) is not int or child in shown or self.conversation_view is None:
+            return
+        assert result.message is not None
+        shown.add(child)
+        view = ViewDecoder().decode(self.conversation_view(child))
+        if view is None:
+            return
+        parent = result.message.tool_call_id
+        for entry in view.entries:
+            what = f"entry/{child}/{entry.id}"
+            if isinstance(entry, AssistantEntry) and entry.message is not None:
+                if not entry.display_only:
+                    self._line(self._assistant(entry, parent=parent, what=what))
+            elif isinstance(entry, ToolResultEntry) and entry.message is not None:
+                self._subagent_lines(entry, shown)
+                self._line(self._tool_result(entry, parent=parent, what=what))
+
+    def _assistant(
+        self, entry: AssistantEntry, *, parent: str | None = None, what: str | None = None
+    ) -> dict[str, Any]:
         message = entry.message
         assert message is not None
         content: list[dict[str, Any]] = []
@@ -317,12 +369,14 @@ class ClaudeOutput:
                 "stop_sequence": None,
                 "usage": _usage([entry]),
             },
-            "parent_tool_use_id": None,
+            "parent_tool_use_id": parent,
             "session_id": self.session_id,
-            "uuid": self._uuid(f"entry/{entry.id}"),
+            "uuid": self._uuid(what or f"entry/{entry.id}"),
         }
 
-    def _tool_result(self, entry: ToolResultEntry) -> dict[str, Any]:
+    def _tool_result(
+        self, entry: ToolResultEntry, *, parent: str | None = None, what: str | None = None
+    ) -> dict[str, Any]:
         message = entry.message
         assert message is not None
         blocks: list[dict[str, Any]] = []
@@ -342,9 +396,9 @@ class ClaudeOutput:
         return {
             "type": "user",
             "message": {"role": "user", "content": [result]},
-            "parent_tool_use_id": None,
+            "parent_tool_use_id": parent,
             "session_id": self.session_id,
-            "uuid": self._uuid(f"entry/{entry.id}"),
+            "uuid": self._uuid(what or f"entry/{entry.id}"),
         }
 
     def denials(self, refused: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -409,3 +463,20 @@ class ClaudeOutput:
         if is_error:
             line["errors"] = [error if error is not None else text]
         self._line(line)
+
+
+def failure_result(out: TextIO, message: str, *, stream: bool, session_id: str = "") -> None:
+    """Claude Code's result for a run that failed before its turn could report (a flag's bad
+    value, an unreadable ``--settings`` file, an unknown model, a session in use, a server
+    that cannot be reached, a ``/command`` no template provides): ``error_during_execution``,
+    ``is_error`` true, ``num_turns`` 0, ``message`` as ``result`` and in ``errors`` — what
+    ``claude -p --output-format json`` prints when it cannot start (``No conversation found
+    with session ID: …``), so ``| jq .result`` reads the error instead of nothing. ``stream``
+    (``stream-json``): the same object, as the stream's one line. ``session_id``: the session
+    the run was for, when it exists (``""``: none was made). A reader that left (a closed
+    pipe) is not an error of its own: the error line on stderr says it all."""
+    writer = ClaudeOutput(out, stream=stream, session_id=session_id, cwd="")
+    try:
+        writer.result("error_during_execution", "", error=message)
+    except (OSError, ValueError):
+        pass

@@ -27,8 +27,8 @@ event is one line of JSON, and the last is ``{"type": "result", "ok", "status", 
 "error"?, "blocked"?}``; in the ``claude-json`` and ``claude-stream-json`` modes (``-p
 --output-format json|stream-json``) ``out`` gets Claude Code's shapes (:mod:`coding_agent.cli.
 claude_output`: its result object, and with ``stream-json`` its init and message lines before
-it), and ``--max-turns`` stops the turn after that many model calls (:mod:`coding_agent.cli.
-max_turns`: exit 1, ``error_max_turns``). Failures go to ``err`` as ``coding-agent: error:
+it), and ``--max-turns`` stops the turn after that many model calls (:mod:`coding_agent.
+worker.max_turns`: exit 1, ``error_max_turns``). Failures go to ``err`` as ``coding-agent: error:
 ...`` lines. The exit code is 0 when the turn ended ``done``, 1 when it did not (the provider
 or model failed, ``--max-turns`` stopped it, or a hook stopped the turn: a ``PermissionRequest`` deny with ``interrupt``, whose line names the
 hook, ``the turn was stopped by PermissionRequest hook `<command>```), 3 when
@@ -73,9 +73,8 @@ from chord import (
 )
 from coding_agent.cli.claude_control import ControlChannel, UnsupportedContent, prompt_content
 from coding_agent.cli.claude_flags import allow_rule
-from coding_agent.cli.claude_output import ClaudeOutput, Subtype
+from coding_agent.cli.claude_output import ClaudeOutput, Subtype, failure_result
 from coding_agent.cli.interrupt import ABORT_WAIT, EXIT_INTERRUPTED, Interrupt
-from coding_agent.cli.max_turns import TurnLimit
 from coding_agent.context.mentions import mention_blocks
 from coding_agent.contracts import (
     APPROVAL_DIALOGS,
@@ -94,6 +93,7 @@ from coding_agent.worker.main import (
     open_session_host,
     session_worker_config,
 )
+from coding_agent.worker.max_turns import TurnLimit
 from coding_agent.worker.mcp_watch import McpWatch
 from coding_agent.worker.root_view import BranchView
 from coding_agent.worker.status import model_choice
@@ -122,6 +122,7 @@ __all__ = [
     "answer_text",
     "headless_mode",
     "interrupted_reporter",
+    "report_failure",
     "run_headless",
     "run_json",
     "run_print",
@@ -146,6 +147,14 @@ def headless_mode(json_events: bool, output_format: str | None) -> HeadlessMode:
     if output_format == "stream-json":
         return "claude-stream-json"
     return "print"
+
+
+def report_failure(mode: HeadlessMode, out: TextIO, message: str, session_id: str = "") -> None:
+    """A run that failed before its turn could report (its ``coding-agent: error:`` line is
+    on stderr): in the ``claude-*`` modes Claude Code's error result goes on ``out``
+    (:func:`~coding_agent.cli.claude_output.failure_result`); the other modes write nothing."""
+    if mode in CLAUDE_MODES:
+        failure_result(out, message, stream=mode == "claude-stream-json", session_id=session_id)
 
 
 EXIT_OK = 0
@@ -498,8 +507,8 @@ async def run_headless(
     command line drops a session it created for it: no ghost). ``interrupt``: the run's
     signals (:mod:`coding_agent.cli.interrupt`): the first aborts the turn, and the run returns
     :data:`EXIT_INTERRUPTED` after its last line (``"status": "interrupted"``). ``max_turns``
-    (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.cli.
-    max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
+    (``--max-turns``): the turn stops after that many model calls (:mod:`coding_agent.
+    worker.max_turns`); still calling tools then, the run exits :data:`EXIT_FAILED`. Raises
     :class:`~coding_agent.worker.providers.RegistryError` / ``ValueError`` for a bad model or
     faux script (nothing is opened then).
 
@@ -631,6 +640,7 @@ async def _run_headless(
                 except (CommandBlocked, TemplateError, RuntimeError, UnknownCommand) as error:
                     print(f"coding-agent: error: {inert(str(error))}", file=errors)
                     errors.flush()
+                    report_failure(mode, out, str(error), session.id)
                     if isinstance(error, UnknownCommand):
                         return EXIT_USAGE
                     return EXIT_BLOCKED if isinstance(error, CommandBlocked) else EXIT_FAILED
@@ -676,6 +686,7 @@ async def _run_headless(
             limit=limit,
             left_out=config.run.left_out(),
             partial=partial,
+            views=presentation.latest,
         )
     if watch.message is not None:  # one line, and the exit code says what happened
         if turn.claude is not None:
@@ -841,6 +852,8 @@ class TurnOutcome:
         """Why the turn was aborted (``interrupted (SIGINT): ...``), when a signal aborted it."""
         self.claude: ClaudeOutput | None = None
         """The Claude Code lines of a ``claude-*`` mode's run."""
+        self.answer: ViewEntry | None = None
+        """The entry the turn ended with (``turn.ended``'s ``answer``), when it has one."""
         self.limited: int | None = None
         """``--max-turns``' value when it stopped the turn (the model still calling tools)."""
 
@@ -863,6 +876,9 @@ async def follow_turn(
     limit: TurnLimit | None = None,
     left_out: frozenset[str] = frozenset(),
     partial: bool = False,
+    views: Callable[[int], Any] | None = None,
+    sender: Callable[[SendInputJson], Awaitable[int]] | None = None,
+    max_turns: int | None = None,
 ) -> TurnOutcome:
     """Send ``prompt`` to ``conversation`` and read ``events`` (its view events, in order)
     until the turn holding it ends; ``--json`` lines go to ``out`` as they come. The same for a
@@ -874,7 +890,14 @@ async def follow_turn(
     the turn. ``session_line``: ``session``, ``cwd`` and the permission ``mode`` (or ``None``).
     ``left_out``: the tools ``--tools`` leaves out, not in Claude Code's ``init`` line.
     ``partial``: ``--include-partial-messages`` (the ``claude-stream-json`` answers streamed
-    as ``stream_event`` lines too)."""
+    as ``stream_event`` lines too).
+
+    ``views``: the newest view of a conversation by id (:meth:`BranchView.latest`), from which
+    ``stream-json`` reads a subagent's messages. ``sender`` sends the input instead of
+    ``conversation.send`` (a limited send through a worker's ``TurnLimitService``), and
+    ``max_turns`` is its limit: the turn is reported as stopped by it when it ended with an
+    answer still calling tools, or the worker aborted it past the limit
+    (:mod:`coding_agent.worker.max_turns`)."""
     turn = TurnOutcome()
     model = _model_ref(conversation.view.value) or default_model
     session = turn.session = session_line.get("session")
@@ -890,6 +913,7 @@ async def follow_turn(
         claude = turn.claude = ClaudeOutput(
             out, stream=mode == "claude-stream-json", session_id=str(session), cwd=cwd,
             partial=partial,
+            conversation_view=views,
         )  # fmt: skip
         config = conversation.view.value.get("config")
         tools = config.get("selectedTools") if isinstance(config, dict) else None
@@ -916,7 +940,10 @@ async def follow_turn(
         try:
             try:
                 send = cast(SendInputJson, {**(options or {}), "content": prompt})
-                input_id = await conversation.send(send, BACKGROUND)
+                if sender is not None:
+                    input_id = await sender(send)
+                else:
+                    input_id = await conversation.send(send, BACKGROUND)
             except Exception:
                 if not failed():
                     raise
@@ -933,6 +960,8 @@ async def follow_turn(
         raise failure
     if limit is not None and limit.stopped and ended:
         turn.limited = limit.limit
+    if max_turns is not None and ended and _stopped_by_limit(turn, max_turns):
+        turn.limited = max_turns
     if interrupt is not None and interrupt.requested.is_set():
         said = interrupt.describe()
         if ended and turn.status == "done":
@@ -947,6 +976,21 @@ async def follow_turn(
         _model_ref({"config": {"model": asked}}) or _model_ref(current().view.value) or model
     )
     return turn
+
+
+def _stopped_by_limit(turn: TurnOutcome, max_turns: int) -> bool:
+    """Whether a worker's ``--max-turns`` (:mod:`coding_agent.worker.max_turns`) ended the
+    turn: done with an answer still calling tools (its tools ran, then the turn ended), or
+    aborted by the limit at a call past it."""
+    if turn.detail.startswith(f"stopped by --max-turns {max_turns}"):
+        return True
+    answer = turn.answer
+    return (
+        turn.status == "done"
+        and isinstance(answer, AssistantEntry)
+        and answer.message is not None
+        and any(isinstance(block, ToolCall) for block in answer.message.content)
+    )
 
 
 async def _abort_past_limit(
@@ -1028,7 +1072,8 @@ async def _read_turn(
         if event.get("type") == "turn.ended" and input_id in event.get("inputs", []):
             turn.status = str(event.get("status"))
             turn.detail = str(event.get("detail") or event.get("reason") or "")
-            turn.text = answer_text(turn.entries.get(event.get("answer", -1)))
+            turn.answer = turn.entries.get(event.get("answer", -1))
+            turn.text = answer_text(turn.answer)
             return True
     return False
 
@@ -1054,6 +1099,7 @@ def _ended_meanwhile(view: View | dict[str, Any], input_id: int, turn: TurnOutco
     failed = answer is None or answer.data.reason == "error"
     turn.status = "failed" if failed else "done"
     turn.detail = "the turn ended while the connection was down" if failed else ""
+    turn.answer = answer
     turn.text = answer_text(answer)
     return True
 

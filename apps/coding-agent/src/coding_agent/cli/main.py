@@ -145,10 +145,32 @@ class _Parser(argparse.ArgumentParser):
         _usage_exit(f"{message}; {hint}" if hint else message)
 
 
-def _usage_exit(message: str) -> NoReturn:
-    """A usage error: one line on stderr, exit status 2."""
-    sys.stderr.write(f"coding-agent: error: {message} (see coding-agent --help)\n")
+def _usage_exit(message: str, args: argparse.Namespace | None = None) -> NoReturn:
+    """A usage error: one line on stderr, exit status 2. ``args``: the parsed command line,
+    when the error is found after parsing (a headless ``--output-format json|stream-json``
+    run then gets Claude Code's error result on stdout too: :func:`_report_failure`)."""
+    line = f"{message} (see coding-agent --help)"
+    sys.stderr.write(f"coding-agent: error: {line}\n")
+    if args is not None:
+        _report_failure(args, line)
     sys.exit(EXIT_USAGE)
+
+
+def _report_failure(args: argparse.Namespace, message: str, session_id: str = "") -> None:
+    """A failure after the command line was parsed (its one ``coding-agent: error:`` line is on
+    stderr): ``-p --output-format json|stream-json`` also writes Claude Code's error result on
+    stdout (:func:`~coding_agent.cli.claude_output.failure_result`), so a script reading
+    ``| jq .result`` reads why. argparse's own errors (an unknown flag, a value of the wrong
+    type or choice) come before the output format is known and write nothing on stdout, as
+    Claude Code's do; ``--json`` and ``-p`` without it write nothing on stdout either."""
+    headless = args.prompt is not None and getattr(args, "json", None) is None
+    output = getattr(args, "output_format", None)
+    if not headless or output not in ("json", "stream-json"):
+        return
+    # lazy: start-up time (only a failed run writes the result)
+    from coding_agent.cli.claude_output import failure_result
+
+    failure_result(sys.stdout, message, stream=output == "stream-json", session_id=session_id)
 
 
 class _Version(argparse.Action):
@@ -544,13 +566,14 @@ def _added_dirs(args: argparse.Namespace) -> list[str]:
         _usage_exit(
             "--add-dir is for a session started here (the TUI, -p, --json, --continue, "
             "--resume); other sessions take additional_directories from your config.toml or "
-            "permissions.additionalDirectories from ~/.claude/settings.json"
+            "permissions.additionalDirectories from ~/.claude/settings.json",
+            args,
         )
     found: list[str] = []
     for folder in args.add_dir:
         path = Path(folder).expanduser()
         if not path.is_dir():
-            _usage_exit(f"--add-dir {folder}: no such folder")
+            _usage_exit(f"--add-dir {folder}: no such folder", args)
         found.append(str(path.resolve()))
     return found
 
@@ -804,27 +827,18 @@ def _turns(value: str) -> int:
 
 
 def _check_claude_output(args: argparse.Namespace, headless: bool) -> None:
-    """``--output-format`` and ``--max-turns`` are for a headless run; ``--output-format``
-    does not go with ``--json`` (two shapes for one stdout), and ``--max-turns`` is enforced
-    in this process (:mod:`coding_agent.cli.max_turns`), so not with ``--server`` (the
-    server's worker runs the turn) or ``--wait-for-approval`` (a worker of its own)."""
+    """``--output-format`` and ``--max-turns`` are for a headless run, and ``--output-format``
+    does not go with ``--json`` (two shapes for one stdout). ``--max-turns`` is enforced by
+    whichever process runs the session (:mod:`coding_agent.worker.max_turns`): this one, a
+    server's worker (``--server``) or a worker of its own (``--wait-for-approval``)."""
     for flag, value in (("--output-format", args.output_format), ("--max-turns", args.max_turns)):
         if value is not None and not headless:
-            _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...')
+            _usage_exit(f'{flag} is for a headless run: coding-agent -p "PROMPT" {flag} ...', args)
     if args.output_format is not None and args.json is not None:
         _usage_exit(
             "--json streams this agent's events, --output-format writes Claude Code's shapes: "
-            'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")'
-        )
-    if args.max_turns is not None and args.server is not None:
-        _usage_exit(
-            "--max-turns counts the turns in this process, and with --server the server's "
-            "worker runs them: run -p here, or leave --max-turns out"
-        )
-    if args.max_turns is not None and args.wait_for_approval is not None:
-        _usage_exit(
-            "--max-turns counts the turns in this process, and with --wait-for-approval a "
-            "worker of its own runs them: leave one of the two out"
+            'choose one (-p "PROMPT" --output-format json, or --json "PROMPT")',
+            args,
         )
     _check_stream_input(args)
 
@@ -917,7 +931,7 @@ async def _run_headless(
             prompt, session, wait=args.wait_for_approval, mode=mode, out=sys.stdout,
             approve=args.approve, verbose=args.verbose, model=args.model,
             thinking=args.thinking, permission_mode=args.permission_mode, interrupt=interrupt,
-            run=args.run,
+            run=args.run, max_turns=args.max_turns,
         )  # fmt: skip
 
     def unanswered() -> None:
@@ -1303,28 +1317,28 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
     # A local TUI ends the pause once its first frame is painted (_run_tui): what it imports
     # and builds until then (Textual, chord, pico3, the app) lives as long as the process.
     if headless and args.command in SUBCOMMANDS:
-        _usage_exit(f"{args.command} does not take -p or --json")
+        _usage_exit(f"{args.command} does not take -p or --json", args)
     if args.server is not None and (args.continue_ or args.resume is not None):
-        _usage_exit("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION")
+        _usage_exit("--server takes the session in its URL: --server tcp://HOST:PORT/SESSION", args)
     if args.wait_for_approval is not None and not headless and args.command != "serve":
-        _usage_exit("--wait-for-approval is for -p/--json (a TUI asks you itself)")
+        _usage_exit("--wait-for-approval is for -p/--json (a TUI asks you itself)", args)
     if args.server is not None and not headless:
         _usage_exit(
-            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)"
+            "--server is for -p/--json (a TUI attaches with: attach tcp://HOST:PORT/SESSION)", args
         )
     _check_claude_output(args, headless)
     try:
         elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
         check_session_flags(args, headless=headless, elsewhere=elsewhere)
     except ValueError as error:  # one line naming the flag
-        _usage_exit(str(error))
+        _usage_exit(str(error), args)
     args.facets_dir = [str(Path(folder).resolve()) for folder in args.facets_dir]
     args.add_dir = _added_dirs(args)
     try:
         elsewhere = args.command in SUBCOMMANDS or getattr(args, "server", None) is not None
         args.run = run_flags(args, elsewhere=elsewhere)
     except ValueError as error:  # RunOptionsError: one line naming the flag
-        _usage_exit(str(error))
+        _usage_exit(str(error), args)
     if args.faux_script is not None:
         args.faux_script = str(Path(args.faux_script).resolve())
     try:
@@ -1399,6 +1413,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         prompt = _read_prompt(args, sys.stdin) if headless else ""
         # a new session starts in the config's mode (or Claude Code's defaultMode: _run, once
         # the project's trust is decided); one resumed keeps its own
+        args.explicit_mode = args.permission_mode is not None  # --permission-mode given
         args.mode_from_files = args.permission_mode is None and not (
             args.continue_ or args.resume is not None or args.command == "attach"
         )
@@ -1407,6 +1422,8 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             where = files.origin.get("permission_mode", "config.toml")
             args.mode_asked = f'permission_mode = "{files.permission_mode}" ({where})'
         session, new = _choose_session(args, cwd)
+        if not new:  # a failure's result names it (one made here is removed on a failure)
+            args.failed_session = session.id
         if args.name:
             # lazy: start-up time (the command line imports only what the chosen command runs)
             from coding_agent.session_files.index import set_session_name
@@ -1430,7 +1447,10 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
             os.dup2(devnull, sys.stdout.fileno())
             return EXIT_BROKEN_PIPE
         code = _known_code(sole) if isinstance(sole, Exception) else None
+        session_id = getattr(args, "failed_session", "")
         if code is None:
+            if isinstance(sole, Exception):  # a bug: its traceback follows; a script reads why
+                _report_failure(args, f"internal error: {type(sole).__name__}: {sole}", session_id)
             raise
         message = str(sole)
         if type(sole).__name__ == "CorruptStorage":
@@ -1438,6 +1458,7 @@ def _main(argv: Sequence[str] | None, start_up_done: Callable[[], None]) -> int:
         if _names_a_file(sole):
             message = _file_problem(sole)
         print(f"coding-agent: error: {message}", file=sys.stderr)
+        _report_failure(args, message, session_id)
         return code
 
 
@@ -1494,10 +1515,14 @@ def _run(
         refused = approve_allow_disabled(PermissionFiles(session.cwd).restrictions())
         if refused is not None:
             raise _UsageError(refused)
+    run_mode = _settings_mode(args, session)  # a refusal before anything is recorded
     previous: LaunchSettings | None = None
     if args.command != "attach":
         previous = session.settings
         session = update_settings(session, _launch_settings(args, previous))
+    if run_mode is not None:  # after the launch settings: --settings is this run's alone
+        args.permission_mode, asked = run_mode
+        print(f"coding-agent: permission mode {args.permission_mode} ({asked})", file=sys.stderr)
     tui_dirs = [*session.settings.facets_dirs, *(str(d) for d in project.loaded_dirs)]
     try:
         if headless:
@@ -1512,6 +1537,43 @@ def _run(
         if previous is not None and not new and _start_failure(error):
             update_settings(session, previous)  # a start that failed records nothing
         raise
+
+
+def _settings_mode(args: argparse.Namespace, session: Session) -> tuple[str, str] | None:
+    """``--settings``' ``permissions.defaultMode`` (Claude Code's: ``default``, ``acceptEdits``,
+    ``plan``, ``bypassPermissions``…) is this run's permission mode unless ``--permission-mode``
+    was given, which wins as it does in Claude Code. It is applied as that flag's value is: the
+    worker makes it the session's mode before anything runs, and the session keeps it (a mode
+    is the session's here, Claude Code has none to keep), though it is not recorded in the
+    launch settings; never silently: :func:`_run` writes one ``coding-agent: permission mode``
+    line on stderr naming it, the file, and that the session keeps it. ``bypassPermissions``
+    is ``auto``, behind ``--permission-mode auto``'s gates: ``permissions.
+    disableBypassPermissionsMode`` in any settings file (the ``--settings`` file's own
+    included) refuses it with a usage error here, and the approval feature's ``set_mode``
+    refuses it again in the worker. Returns ``(the mode, the words naming where it comes
+    from)``, or ``None``."""
+    if getattr(args, "explicit_mode", False) or args.run is None or args.run.settings is None:
+        return None
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.claude_settings import auto_disabled, flag_mode
+    from coding_agent.settings.permissions import PermissionFiles
+
+    options = args.run.resolve()
+    assert options.settings is not None
+    found = flag_mode(options.settings)
+    if found is None:  # not a mode this agent takes: the worker's note says so
+        return None
+    mode, value = found
+    source = options.settings_source
+    where = source if source.startswith("--settings") else f"--settings {source}"
+    asked = f"permissions.defaultMode {value!r} of {where}"
+    if mode == "auto":
+        files = PermissionFiles(session.cwd)
+        files.set_run_settings(options.settings_source, options.settings)
+        refused = auto_disabled(files.restrictions(), asked)
+        if refused is not None:
+            raise _UsageError(refused)
+    return mode, f"from {asked}; the session keeps it, as with --permission-mode"
 
 
 def _start_failure(error: BaseException) -> bool:

@@ -64,13 +64,15 @@ commands the user approved as harmless; the note says to export them before star
 
 Claude Code's ``--settings FILE_OR_JSON`` (:mod:`coding_agent.settings.run_options`) is read as
 your own file for one run, with the same notes (:func:`flag_notes`), but for
-``permissions.defaultMode``, ``enabledPlugins`` and ``claudeMdExcludes``, which it does not set
-(a note each).
+``enabledPlugins`` and ``claudeMdExcludes``, which it does not set (a note each), and
+``permissions.defaultMode``, which is the run's permission mode when ``--permission-mode`` is not
+given (:func:`flag_mode`: the command line applies it as that flag's value, behind the same gates).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -83,6 +85,7 @@ __all__ = [
     "auto_memory_setting",
     "claude_md_excludes",
     "default_mode",
+    "flag_mode",
     "flag_notes",
     "mode_note",
     "restrictions",
@@ -332,13 +335,33 @@ def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
 
 
 _FLAG_ADVICE = {
-    "permissions.defaultMode": "not taken from --settings; choose this run's mode with "
-    "--permission-mode (ask, accept-edits, plan, sandbox, auto)",
+    "permissions.defaultMode": "not a mode --settings sets (default or manual, acceptEdits, "
+    "plan, bypassPermissions, dontAsk); choose this run's mode with --permission-mode (ask, "
+    "accept-edits, plan, sandbox, auto)",
     "enabledPlugins": "not taken from --settings; plugins load when ~/.claude/settings.json "
     "enables them",
     EXCLUDES: "not taken from --settings; every CLAUDE.md and rule file is read — put the "
     "patterns in ~/.claude/settings.json or the project's .claude/settings.local.json",
 }
+
+
+FLAG_MODES = {**CLAUDE_MODES, "bypassPermissions": "auto"}
+"""``--settings``' ``permissions.defaultMode`` values, as this agent's modes: the run's mode when
+``--permission-mode`` is not given (:func:`flag_mode`). ``bypassPermissions`` is ``auto``, behind
+the gates ``--permission-mode auto`` has (``disableBypassPermissionsMode`` in any settings file
+refuses it, and so does the approval feature's own ``set_mode``). A settings *file* never sets
+``auto`` (:func:`mode_note`): ``--settings`` is a flag the user typed for this run."""
+
+
+def flag_mode(data: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(our mode, Claude Code's value)`` of ``--settings``' ``permissions.defaultMode`` when it
+    is one this agent takes (:data:`FLAG_MODES`), else ``None`` (a note says why:
+    :func:`flag_notes`; ``dontAsk`` is a restriction, not a mode)."""
+    table = data.get("permissions")
+    value = cast(dict[str, Any], table).get("defaultMode") if isinstance(table, dict) else None
+    if not isinstance(value, str) or value not in FLAG_MODES:
+        return None
+    return FLAG_MODES[value], value
 
 
 def flag_notes(source: str, data: dict[str, Any]) -> list[str]:
@@ -355,7 +378,8 @@ def flag_notes(source: str, data: dict[str, Any]) -> list[str]:
     notes = unread_keys(path, rest, project=False)
     if isinstance(table, dict) and "defaultMode" in table:
         mode = "permissions.defaultMode"
-        if cast(dict[str, Any], table)["defaultMode"] != DONT_ASK:  # dontAsk: a restriction
+        value = cast(dict[str, Any], table)["defaultMode"]
+        if value != DONT_ASK and value not in FLAG_MODES:  # dontAsk: a restriction
             notes.append(_note(path, mode, _FLAG_ADVICE[mode]))
     for key in ("enabledPlugins", EXCLUDES):
         if key in data:

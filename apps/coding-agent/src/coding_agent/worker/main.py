@@ -146,6 +146,7 @@ from coding_agent.worker.gc_policy import (
     pause_while_opening,
 )
 from coding_agent.worker.linger import DEFAULT_LINGER, ClientCount, wait_unattended
+from coding_agent.worker.max_turns import turn_limit_facet
 from coding_agent.worker.notifications import Notifier, TuiWatch
 from coding_agent.worker.providers import OpenAIProvider
 from coding_agent.worker.providers_facet import (
@@ -651,6 +652,7 @@ async def open_session_host(
                 ),
                 settings_log_facet(on_root_change=_settings_recorder(session, shared, group)),
                 tuis.facet(),
+                turn_limit_facet(group),  # a client's -p --max-turns (--server, parked)
                 *features,
                 *extra_facets,
             ]

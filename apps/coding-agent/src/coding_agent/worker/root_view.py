@@ -42,9 +42,16 @@ class BranchView:
         self._on_revision = on_revision
         # conversation id -> (instance, its newest view, a root?), for the hydrated instances
         self._seen: dict[int, tuple[ConversationServiceApi, Any, bool]] = {}
+        # conversation id -> its newest view, kept once its instance is gone (a subagent's)
+        self._latest: dict[int, Any] = {}
         self._selected = False
         self._wanted: int | None = None
         self._chosen: ConversationServiceApi | None = None
+
+    def latest(self, conversation: int) -> Any:
+        """The newest view seen of ``conversation`` (any offered: a subagent's too, kept after
+        its instance is withdrawn), or ``None`` when none was seen."""
+        return self._latest.get(conversation)
 
     def select(self, branch: int | None) -> None:
         """Follow conversation ``branch`` (``None``: the lowest root) as soon as it is seen;
@@ -112,6 +119,7 @@ class BranchView:
                 return
             root = "parent" not in conversation and "owner" not in conversation
             key[:] = [conversation["id"]]
+            self._latest[conversation["id"]] = value
             self._seen[conversation["id"]] = (instance, value, root)
             if delivery.kind == "hydrate":
                 self._choose()

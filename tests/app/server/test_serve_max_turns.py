@@ -1,0 +1,94 @@
+"""``-p --server URL --max-turns N``: the limit of a run on a ``coding-agent serve`` session is
+enforced by the server's worker, which runs the turn (the prompt goes through its
+``coding-agent.turn-limit`` service), exactly as a local run's: the N-th answer's tools run and
+the turn ends there, a call past N has its tools stopped, and the limit is that run's alone (the
+next prompt in the session runs unlimited). Real ``serve`` and client processes, the scripted
+faux model."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "max-turns-token-0123456789abcdef"
+
+
+def _touch(*names: str) -> list[dict[str, Any]]:
+    calls = [{"toolCalls": [{"name": "bash", "arguments": {"command": f"touch {name}"}}]}
+             for name in names]  # fmt: skip
+    return [*calls, {"text": "all touched"}]
+
+
+async def _client(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    with anyio.fail_after(120):
+        done = await anyio.run_process(
+            [sys.executable, "-m", "coding_agent.cli.main", "-p", "go", "--insecure", *args],
+            env={**env, "CODING_AGENT_TOKEN": TOKEN}, cwd=cwd, check=False,
+            stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+async def test_a_server_session_stops_at_max_turns_and_the_next_prompt_is_not_limited(
+    servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(_touch("t1", "t2", "t3", "t4")))
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    os.chmod(token, 0o600)
+    server = await servers(agent_env, [
+        "--faux-script", str(script), "serve", "--cwd", str(project),
+        "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
+    ], lines=2)  # fmt: skip
+
+    done = await _client(agent_env, tmp_path, "--server", server.tcp, "--max-turns", "2",
+                         "--approve", "allow", "--output-format", "json")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert (result["subtype"], result["is_error"], result["num_turns"]) == (
+        "error_max_turns", True, 2
+    )  # fmt: skip
+    assert "--max-turns 2" in result["result"]
+    # the second answer's tools ran on the server; no third model call was made
+    assert (project / "t1").exists() and (project / "t2").exists()
+    assert not (project / "t3").exists()
+
+    # the limit was that run's: the session's next prompt runs to the end
+    session = result["session_id"]
+    done = await _client(agent_env, tmp_path, "--server", f"{server.tcp}/{session}",
+                         "--approve", "allow", "--output-format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    again = json.loads(done.stdout)
+    assert (again["subtype"], again["result"]) == ("success", "all touched")
+    assert (project / "t3").exists() and (project / "t4").exists()
+
+
+async def test_a_call_past_the_limit_has_its_tools_stopped_on_the_server(
+    servers: Any, agent_env: dict[str, str], project: Path, tmp_path: Path, faux_script: Path
+) -> None:
+    await anyio.Path(faux_script).write_text(json.dumps(_touch("first", "second")))
+    server = await servers(
+        agent_env, ["--faux-script", str(faux_script), "serve", "--cwd", str(project)]
+    )
+    # --approve deny refuses the first call, so the limit's turn ran no tool and the model is
+    # called again: past the limit, its tools never run and the run ends error_max_turns
+    done = await _client(agent_env, tmp_path, "--server", server.unix, "--max-turns", "1",
+                         "--output-format", "stream-json")  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["type"] == "system" and lines[-1]["type"] == "result"
+    assert lines[-1]["subtype"] == "error_max_turns"
+    assert not (project / "first").exists() and not (project / "second").exists()
+    assert "all touched" not in done.stdout
