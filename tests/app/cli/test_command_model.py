@@ -15,17 +15,15 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
-pytestmark = pytest.mark.anyio
+from tests.app.cli._scripted import BINARY, TIMEOUT, run_scripted
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
+pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
@@ -75,29 +73,17 @@ def _results(stdout: bytes) -> dict[str, tuple[str, bool]]:
     return results
 
 
-async def _run(
-    project: Path, env: dict[str, str], steps: list[dict[str, Any]], *args: str
-) -> subprocess.CompletedProcess[bytes]:
-    script = project.parent / "faux-script.json"
-    script.write_text(json.dumps(steps))
-    with anyio.fail_after(TIMEOUT):
-        return await anyio.run_process(
-            [str(BINARY), "--faux-script", str(script), *args],
-            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-
-
 async def test_a_commands_model_answers_its_turn_and_the_next_prompt_goes_to_the_conversations(
     project: Path, agent_env: dict[str, str], commands: Path
 ) -> None:
     (commands / "quick.md").write_text("---\nmodel: faux/faux-big\n---\nBe quick: $ARGUMENTS\n")
-    result = await _run(project, agent_env, [{"text": "one"}], "--json", "/quick now")
+    result = await run_scripted(project, agent_env, [{"text": "one"}], "--json", "/quick now")
     assert result.returncode == 0, result.stderr.decode()
     assert _answers(result.stdout) == [("one", "faux-big")]
     (user,) = [e for e in _entries(result.stdout) if e["kind"] == "pi.user"]
     assert user["data"] == {"model": "faux/faux-big"}  # the transcript says which model
     steps = [{"text": "one"}, {"text": "two"}]
-    result = await _run(project, agent_env, steps, "--continue", "--json", "again")
+    result = await run_scripted(project, agent_env, steps, "--continue", "--json", "again")
     assert result.returncode == 0, result.stderr.decode()
     assert _answers(result.stdout) == [("two", "faux-1")]
     (user,) = [e for e in _entries(result.stdout) if e["kind"] == "pi.user"]
@@ -109,7 +95,7 @@ async def test_a_model_alias_is_mapped_as_subagent_definitions_map_it(
 ) -> None:
     (commands / "fast.md").write_text("---\nmodel: haiku\n---\nQuick one.\n")
     # The faux provider has no "haiku": the conversation's model answers, and a warning says so.
-    result = await _run(project, agent_env, [{"text": "one"}], "--json", "/fast")
+    result = await run_scripted(project, agent_env, [{"text": "one"}], "--json", "/fast")
     assert result.returncode == 0, result.stderr.decode()
     assert _answers(result.stdout) == [("one", "faux-1")]
     assert result.stderr.decode().startswith(
@@ -117,7 +103,7 @@ async def test_a_model_alias_is_mapped_as_subagent_definitions_map_it(
     )
     # Claude Code's variable chooses the model an alias means.
     env = {**agent_env, "ANTHROPIC_DEFAULT_HAIKU_MODEL": "faux/faux-small"}
-    result = await _run(project, env, [{"text": "one"}], "--json", "/fast")
+    result = await run_scripted(project, env, [{"text": "one"}], "--json", "/fast")
     assert result.returncode == 0, result.stderr.decode()
     assert _answers(result.stdout) == [("one", "faux-small")]
     assert result.stderr.decode() == ""
@@ -132,7 +118,7 @@ async def test_allowed_tools_let_their_calls_run_in_that_turn_only(
         {"name": "bash", "arguments": {"command": "touch not-granted"}},
     ]
     steps: list[dict[str, Any]] = [{"toolCalls": calls}, {"text": "done"}]
-    result = await _run(project, agent_env, steps, "--json", "/hello")
+    result = await run_scripted(project, agent_env, steps, "--json", "/hello")
     assert result.returncode == 3  # a call was refused for lack of approval
     results = _results(result.stdout)
     assert results["echo granted"] == ("granted", False)
@@ -145,7 +131,7 @@ async def test_allowed_tools_let_their_calls_run_in_that_turn_only(
         {"toolCalls": [{"name": "bash", "arguments": {"command": "echo again"}}]},
         {"text": "done"},
     ]
-    result = await _run(project, agent_env, again, "--continue", "--json", "echo again")
+    result = await run_scripted(project, agent_env, again, "--continue", "--json", "echo again")
     assert result.returncode == 3
     assert _results(result.stdout)["echo again"] == ("Tool call blocked: denied by headless", True)
 
@@ -186,7 +172,7 @@ async def test_a_turn_killed_mid_way_resumes_on_the_commands_model(
     # Continuing the session resumes the turn (its tool call reported as interrupted) on the
     # command's model, then answers the new prompt on the conversation's.
     steps = [{"text": "unused"}, {"text": "resumed"}, {"text": "next answer"}]
-    result = await _run(project, agent_env, steps, "--continue", "--json", "next")
+    result = await run_scripted(project, agent_env, steps, "--continue", "--json", "next")
     assert result.returncode == 0, result.stderr.decode()
     session = json.loads(result.stdout.decode().splitlines()[0])["session"]
     with anyio.fail_after(TIMEOUT):  # the whole branch (the resumed turn may end before -p
@@ -218,7 +204,7 @@ async def test_a_skills_model_and_allowed_tools_apply_to_its_turn_as_a_commands(
     ]
     steps: list[dict[str, Any]] = [{"toolCalls": calls}, {"text": "done"}]
     for prompt in ("/hello Bob", "/skill:hello Bob"):
-        result = await _run(project, agent_env, steps, "--json", prompt)
+        result = await run_scripted(project, agent_env, steps, "--json", prompt)
         assert result.returncode == 3, result.stderr.decode()  # the other call was refused
         results = _results(result.stdout)
         assert results["echo granted"] == ("granted", False)

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 
-pytestmark = pytest.mark.anyio
+from tests.app.cli._scripted import run_scripted
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
+pytestmark = pytest.mark.anyio
 
 
 def _user_message(stdout: bytes) -> str:
@@ -32,13 +30,7 @@ def _user_message(stdout: bytes) -> str:
 async def _run(
     project: Path, env: dict[str, str], *args: str
 ) -> subprocess.CompletedProcess[bytes]:
-    script = project.parent / "faux-script.json"
-    script.write_text(json.dumps([{"text": "ok"}]))
-    with anyio.fail_after(TIMEOUT):
-        return await anyio.run_process(
-            [str(BINARY), "--faux-script", str(script), *args],
-            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+    return await run_scripted(project, env, [{"text": "ok"}], *args)
 
 
 @pytest.fixture

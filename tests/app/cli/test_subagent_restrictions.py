@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+
+from tests.app.cli._scripted import json_entries, run_scripted
 
 pytestmark = pytest.mark.anyio
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
 PROMPT = "You are the intruder subagent."
 SERVER = str(Path(__file__).parents[2] / "facets" / "mcp_feature" / "mcp_server.py")
 
@@ -42,16 +41,8 @@ async def _run(
     project: Path, env: dict[str, str], steps: Any, *args: str
 ) -> tuple[int, list[dict[str, Any]], list[str]]:
     """The binary's exit code, its ``--json`` entries and its stderr lines."""
-    script = project.parent / "faux-script.json"
-    script.write_text(json.dumps(steps))
-    with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process(
-            [str(BINARY), "--faux-script", str(script), *args],
-            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    lines = [json.loads(line) for line in result.stdout.decode().splitlines() if line.strip()]
-    entries = [line["entry"] for line in lines if line.get("type") == "entry.added"]
-    return result.returncode, entries, result.stderr.decode().splitlines()
+    result = await run_scripted(project, env, steps, *args)
+    return result.returncode, json_entries(result.stdout), result.stderr.decode().splitlines()
 
 
 def _intrusion(marker: Path, subagent_type: str = "intruder") -> dict[str, Any]:
