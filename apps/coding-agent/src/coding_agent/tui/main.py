@@ -266,6 +266,7 @@ async def run_client(
                 from coding_agent.tui.commands.prompts import (
                     approval_rules_facet,
                     prompt_commands_facet,
+                    subagent_forks_facet,
                 )
 
                 await turn()
@@ -295,7 +296,10 @@ async def run_client(
                 rules: list[Any] = []  # a template's !`cmd` is decided as a bash call of it
                 if any(g.package.name == "facets-approval" for g in generations):
                     facets.append(approval_rules_facet(rules))  # (the worker has it too)
-                facets.append(prompt_commands_facet(client, session.cwd, rescans, rules))
+                forks: list[Any] = []  # a command with context: fork runs in a subagent
+                if any(g.package.name == "facets-subagents" for g in generations):
+                    facets.append(subagent_forks_facet(forks))
+                facets.append(prompt_commands_facet(client, session.cwd, rescans, rules, forks))
                 shell = RemoteShellRunner(client)  # !cmd and !!cmd
                 app.shell = shell
                 facets.append(shell.facet())
