@@ -78,6 +78,7 @@ __all__ = [
     "expand_in_tui",
     "list_skills",
     "prompt_commands_facet",
+    "prompt_facets",
     "refresh",
     "run_skill",
     "run_template",
@@ -307,6 +308,26 @@ def subagent_forks_facet(forks: list[Any]) -> Facet:
         env.own(lambda: forks.remove(service) if service in forks else None)
 
     return setup
+
+
+def prompt_facets(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]],
+    packages: set[str],
+) -> list[Facet]:
+    """:func:`prompt_commands_facet` with what the session's features (``packages``, their
+    package names) give it: the approval feature's rules (a template's ``!`cmd``` is decided as
+    a ``bash`` call of it: :func:`approval_rules_facet`) and the subagents feature's runs (a
+    command with ``context: fork``: :func:`subagent_forks_facet`)."""
+    rules: list[Any] = []
+    forks: list[Any] = []
+    facets: list[Facet] = []
+    if "facets-approval" in packages:
+        facets.append(approval_rules_facet(rules))
+    if "facets-subagents" in packages:
+        facets.append(subagent_forks_facet(forks))
+    return [*facets, prompt_commands_facet(client, cwd, rescans, rules, forks)]
 
 
 def prompt_commands_facet(
