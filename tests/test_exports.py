@@ -484,6 +484,7 @@ PUBLIC: dict[str, frozenset[str]] = {
     ),
     "facets_subagents.contract": frozenset(
         {
+            "ALLOW_KEY",
             "MAX_TURNS_KEY",
             "MCP_SERVERS_KEY",
             "PROJECT_AGENT_KEY",
@@ -497,9 +498,13 @@ PUBLIC: dict[str, frozenset[str]] = {
             "THINKING_KEY",
             "AgentInfo",
             "DefinitionsSummary",
+            "ForkRequest",
+            "ForkResult",
             "SkillSource",
             "SubagentDefinitions",
             "SubagentDefinitionsApi",
+            "SubagentForks",
+            "SubagentForksApi",
             "SubagentStatus",
             "WaitingFolder",
         }

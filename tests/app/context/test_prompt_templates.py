@@ -187,18 +187,18 @@ def test_a_commands_named_arguments_are_the_words_at_their_positions(
     assert text == "Issue: Login fails\nWork on fix/login (not $branches); rest: ."
 
 
-def test_a_commands_fork_agent_and_hooks_fields_are_one_warning(place: SimpleNamespace) -> None:
-    # Claude Code runs such a command in a forked subagent; here it runs in the conversation.
+def test_a_commands_fork_runs_in_its_agent_and_the_rest_is_one_warning(
+    place: SimpleNamespace,
+) -> None:
+    # Claude Code runs such a command in a forked subagent, and so does this agent (its fork).
     path = place.write(
         place.home / ".claude/commands/research.md",
         "---\ndescription: Research a topic deeply\ncontext: fork\nagent: Explore\n"
         "disallowed-tools: Write\neffort: high\n---\nResearch $ARGUMENTS.\n",
     )
     found = discover_templates(place.project, place.env)
-    assert [t.name for t in found.templates] == ["research"]  # it still loads
+    assert [(t.name, t.fork) for t in found.templates] == [("research", "Explore")]
     assert list(found.warnings) == [
-        f"{path}: command /research: not honoured here: context (it runs in the conversation "
-        "that loads it, not in a forked subagent); agent (it runs in the conversation that "
-        "loads it, not in a subagent); disallowed-tools (the tools it removes stay offered "
+        f"{path}: command /research: not honoured here: disallowed-tools (the tools it removes stay offered "
         "while it runs (deny rules in settings.json or config.toml take a tool away))"
     ]

@@ -191,12 +191,34 @@ def test_claude_code_skill_fields_not_honoured_are_one_warning_naming_each(
     place.write(root / "plain/SKILL.md", skill("plain", extra=quiet))
     found = discover_skills(place.project, place.env)
     assert [s.name for s in found.skills] == ["plain", "triage"]  # both still load
+    # context: fork and agent are honoured: /triage runs in an Explore subagent
+    assert [s.fork for s in found.skills] == [None, "Explore"]
     assert list(found.warnings) == [
-        f"{path}: skill 'triage': not honoured here: context (it runs in the conversation that "
-        "loads it, not in a forked subagent); agent (it runs in the conversation that loads it, "
-        "not in a subagent); hooks (its hooks do NOT run; put them in the hooks of "
-        "~/.claude/settings.json); !`command` lines (they are not run; the model reads them as "
+        f"{path}: skill 'triage': not honoured here: hooks (its hooks do NOT run; put them in "
+        "the hooks of ~/.claude/settings.json); !`command` lines (they are not run; the model reads them as "
         "written)"
+    ]
+
+
+def test_a_skills_agent_without_context_fork_is_a_warning_and_it_runs_inline(
+    place: SimpleNamespace,
+) -> None:
+    """``agent`` means something only with ``context: fork`` (as in Claude Code), and a
+    ``context`` other than ``fork`` nothing: both run in the conversation, with a warning each;
+    ``context: fork`` alone runs in a ``general-purpose`` subagent."""
+    root = place.config / "coding-agent/skills"
+    lone = place.write(root / "lone/SKILL.md", skill("lone", extra="agent: Explore\n"))
+    odd = place.write(root / "odd/SKILL.md", skill("odd", extra="context: inline\n"))
+    place.write(root / "plain/SKILL.md", skill("plain", extra="context: fork\n"))
+    found = discover_skills(place.project, place.env)
+    assert {s.name: s.fork for s in found.skills} == {
+        "lone": None, "odd": None, "plain": "general-purpose",
+    }  # fmt: skip
+    assert sorted(found.warnings) == [
+        f"{lone}: skill 'lone': not honoured here: agent (only used with 'context: fork': it "
+        "runs in the conversation)",
+        f"{odd}: skill 'odd': not honoured here: context ('inline' is not 'fork': it runs in "
+        "the conversation)",
     ]
 
 

@@ -25,7 +25,8 @@ Feature packages serve their own services (each feature's ``contract.py``); the 
 import them. Where a client of the app must answer a feature's dialogs (``-p``, ``attach``, ACP,
 the web page), it names the feature's service by id, once, here: :data:`APPROVAL_DIALOGS`,
 :data:`QUESTION_DIALOGS`, :data:`APPROVAL_MODE`, :data:`APPROVAL_RULES`, :data:`MCP_SAMPLING`,
-:data:`MCP_ELICITATIONS`.
+:data:`MCP_ELICITATIONS`, and where it runs a command with ``context: fork`` it asks the subagents
+feature for the subagent: :data:`SUBAGENT_FORKS`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "MCP_SAMPLING",
     "QUESTION_DIALOGS",
     "SHELL_ENTRY_KIND",
+    "SUBAGENT_FORKS",
     "TODO_NAMESPACE",
     "ReloadOutcome",
     "ReloadRequests",
@@ -208,3 +210,8 @@ MCP_SAMPLING = define_service("mcp.sampling")
 
 MCP_ELICITATIONS = define_service("mcp.elicitation")
 """The MCP feature's elicitations, keyed by id (``submit({"action", "content"?})``)."""
+
+SUBAGENT_FORKS = define_service("subagents.fork")
+"""The subagents feature's runs for a host: ``run({"conversation", "agent", "description",
+"prompt", "model"?, "allow"?})`` runs one subagent and answers ``{"agent", "report",
+"conversation", "task"}`` or ``{"agent", "error"}`` (:mod:`coding_agent.context.forks`)."""

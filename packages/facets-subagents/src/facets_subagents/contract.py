@@ -9,7 +9,9 @@ view through the ordinary ``pi.conversation`` service.
 :data:`SubagentDefinitions` (``subagents.definitions``) tells any host which agent definitions
 the session loaded, which files it skipped or loaded with a note (each naming the file and
 line), and which folders of an untrusted project wait for ``/trust`` (with their file count).
-The host hands the feature its skills through the harness service :data:`SKILLS_SERVICE` (a
+:data:`SubagentForks` (``subagents.fork``) runs one subagent for a host, outside any model
+turn: a command or skill with ``context: fork`` that the user ran (:class:`ForkRequest`), bounded
+as the ``agent`` tool's subagents are. The host hands the feature its skills through the harness service :data:`SKILLS_SERVICE` (a
 :class:`SkillSource`), for the definitions' ``skills``.
 """
 
@@ -22,6 +24,7 @@ from chord import Context, Service, define_service
 
 __all__ = [
     "AGENT_TOOL",
+    "ALLOW_KEY",
     "HOOKS_KEY",
     "MAX_TURNS_KEY",
     "MCP_SERVERS_KEY",
@@ -34,9 +37,13 @@ __all__ = [
     "THINKING_KEY",
     "AgentInfo",
     "DefinitionsSummary",
+    "ForkRequest",
+    "ForkResult",
     "SkillSource",
     "SubagentDefinitions",
     "SubagentDefinitionsApi",
+    "SubagentForks",
+    "SubagentForksApi",
     "SubagentStatus",
     "WaitingFolder",
 ]
@@ -80,6 +87,13 @@ definition's ``memory``): ``{"folder", "base", "scope"}``, the folder created wh
 was made and ``base`` where it must stay. The approval feature reads it, by this name (its
 ``OWNER_MEMORY_KEY``), for the conversation the task owns: reads and edits inside the folder
 are the agent's own and do not ask, while the folder is where it is written."""
+
+ALLOW_KEY = "allow"
+"""The key of a ``subagents.run`` task's input holding permission rules (``Bash(git log:*)``)
+its subagent's turn may use without asking: a forked command's ``allowed-tools``
+(:class:`ForkRequest`). They ride on the prompt the task sends, as a command's do on the
+user's turn, so the approval feature applies them as it does any turn's: never past a deny
+rule, plan mode or the run's tool list."""
 
 THINKING_KEY = "thinkingLevel"
 """The key of a ``subagents.run`` task's input holding the thinking level the subagent's
@@ -165,3 +179,45 @@ SubagentDefinitions: Service[SubagentDefinitionsApi] = define_service(
     "subagents.definitions", SubagentDefinitionsApi
 )
 """``subagents.definitions``: provided by the session facet (a remotable singleton)."""
+
+
+class ForkRequest(TypedDict):
+    """``subagents.fork``'s ``run`` argument: run ``prompt`` in a subagent of type ``agent``
+    owned by conversation ``conversation`` (its task is that conversation's, as an ``agent``
+    call's would be: the tasks panel shows it and an abort of the conversation stops it).
+
+    ``model`` (``{"provider", "modelId"}``) replaces the agent's model and ``allow`` lists
+    permission rules its turn may use without asking (a command's ``model:`` and
+    ``allowed-tools:``). Everything else (tools, system prompt, permission mode, thinking level)
+    is the agent's, bounded as an ``agent`` call from that conversation is."""
+
+    conversation: int
+    agent: str
+    description: str
+    """Three to five words: what the tasks panel shows (``/review-pr 42``)."""
+    prompt: str
+    model: NotRequired[dict[str, str]]
+    allow: NotRequired[list[str]]
+
+
+class ForkResult(TypedDict):
+    """``run``'s answer: ``report`` (the subagent's final text) with its ``conversation`` and
+    ``task``, or ``error`` alone: an agent type no definition has (the message names the known
+    ones), or a subagent that did not finish (why)."""
+
+    agent: str
+    report: NotRequired[str]
+    conversation: NotRequired[int]
+    task: NotRequired[int]
+    error: NotRequired[str]
+
+
+class SubagentForksApi(Protocol):
+    async def run(self, request: ForkRequest, ctx: Context) -> ForkResult:
+        """Run one subagent (:class:`ForkRequest`) and return when it ends."""
+        ...
+
+
+SubagentForks: Service[SubagentForksApi] = define_service("subagents.fork", SubagentForksApi)
+"""``subagents.fork``: provided by the session facet (a remotable singleton); a host reaches it
+by this id alone."""

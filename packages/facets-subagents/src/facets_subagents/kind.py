@@ -1,7 +1,8 @@
 """The ``subagents.run`` task kind: one subagent, durable across a worker's death.
 
 Input: ``{description, prompt, agent, systemPrompt, model, tools}`` and optionally
-``thinkingLevel``, ``maxTurns``, ``permissionMode`` (the agent definition is
+``thinkingLevel``, ``maxTurns``, ``permissionMode``, ``allow`` (rules its prompt's turn may
+use without asking: a forked command's ``allowed-tools``) (the agent definition is
 resolved when the call is made and stored with the task, so recovery never depends on files that
 may have changed). Phases:
 
@@ -40,7 +41,7 @@ from pico3 import (
     define_task,
 )
 
-from .contract import MAX_TURNS_KEY, SUBAGENT_KIND, THINKING_KEY, SubagentStatus
+from .contract import ALLOW_KEY, MAX_TURNS_KEY, SUBAGENT_KIND, THINKING_KEY, SubagentStatus
 
 __all__ = ["STOPPED_AT_LIMIT", "StepBoard", "subagent_kind"]
 
@@ -232,7 +233,11 @@ def subagent_kind(board: StepBoard) -> TaskKind:
             await child.abort(ctx)
 
         try:
-            sent = await child.send(task.input["prompt"], ctx, request_id=f"{task.id}:prompt")
+            allow = task.input.get(ALLOW_KEY)  # a forked command's allowed-tools
+            sent = await child.send(
+                task.input["prompt"], ctx, request_id=f"{task.id}:prompt",
+                allow=allow if isinstance(allow, list) and allow else None,
+            )  # fmt: skip
             records: list[Any] = []
             async with anyio.create_task_group() as group:
                 group.start_soon(write_step, rt, cid, shown, ctx)

@@ -15,7 +15,9 @@ harness service the host provides: Claude Code preloads them so), creates one
 id is memoized on the tool's slot in the commit that creates it, and the tool is
 ``replay="safe"``: after a
 crash the call runs again, finds the memo and waits for the same task, whose own recovery goes
-on with the same owned conversation. Several calls in one assistant message run in parallel
+on with the same owned conversation. The ``subagents.fork`` service (:meth:`Subagents.fork`)
+runs one the same way for a host (a command with ``context: fork``), outside any model turn.
+Several calls in one assistant message run in parallel
 (one ``pi.tool`` each). The caller sees only the final report (details: the conversation id).
 
 A hook (harness-wide, cheap for conversations that are not subagents) feeds the
@@ -51,6 +53,7 @@ from pico3 import (
 from .claude_code import resolve_model
 from .contract import (
     AGENT_TOOL,
+    ALLOW_KEY,
     HOOKS_KEY,
     MAX_TURNS_KEY,
     MCP_SERVERS_KEY,
@@ -63,7 +66,10 @@ from .contract import (
     THINKING_KEY,
     AgentInfo,
     DefinitionsSummary,
+    ForkRequest,
+    ForkResult,
     SubagentDefinitions,
+    SubagentForks,
 )
 from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
 from .kind import StepBoard, subagent_kind
@@ -73,6 +79,7 @@ __all__ = [
     "AGENT_PARAMETERS",
     "MEMORY_TOOLS",
     "NAMESPACE",
+    "NO_REPORT",
     "PLAN_NOTE",
     "SKILLS_NOTE",
     "Subagents",
@@ -374,69 +381,88 @@ class Subagents:
             f"Available agents (subagent_type):\n{agents}"
         )
 
+    def definition(self, name: str) -> AgentDefinition | None:
+        """The agent definition ``name`` names (normalised as ids are: ``api.designer`` finds
+        ``api-designer``), or ``None``."""
+        return self.definitions.agents.get(name) or self.definitions.agents.get(agent_id(name))
+
+    def unknown(self, name: str) -> str:
+        """The error for an agent type no definition has, naming the known ones."""
+        known = ", ".join(sorted(self.definitions.agents))
+        return f"Unknown subagent_type {name!r}; available: {known}"
+
+    async def task_input(
+        self, definition: AgentDefinition, description: str, prompt: str, conversation_id: int,
+        ctx: Context,
+    ) -> dict[str, Any]:  # fmt: skip
+        """The ``subagents.run`` input of ``definition`` run with ``prompt`` from conversation
+        ``conversation_id``: its tools (bounded by its caller's when a subagent calls), model,
+        system prompt (skills and memory read now: recovery never re-reads) and the keys the
+        other features read (permission mode, maxTurns, hooks, memory, MCP servers)."""
+        parent = await self._harness.harness.conversation(conversation_id, ctx)
+        config = await parent.config(ctx) if parent is not None else {}
+        if definition.tools is not None:
+            tools = self.tools_for(definition)
+        else:
+            tools = [t for t in config.get("selectedTools") or [] if t != AGENT_TOOL]
+        if definition.memory is not None and definition.tools is not None:
+            # its memory is read and written with these, as Claude Code enables them
+            registry = self._harness.harness.tools
+            tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
+        tools = [t for t in tools if t not in definition.disallowed]
+        caller = await self._harness.harness.owner_task(conversation_id, ctx)
+        servers = list(definition.mcp_servers)
+        if caller is not None:  # another subagent's: never more than it has
+            tools = self.bounded(definition, tools, config.get("selectedTools"))
+            servers = self.bounded_servers(definition, servers, caller.input)
+        model, note = resolve_model(definition.model, config.get("model"), self.env)
+        if note is not None:
+            self.warn(f"{definition.source}: {note}")
+        system_prompt = definition.system_prompt
+        if definition.permission_mode == "plan":
+            system_prompt += PLAN_NOTE
+        # read when the call is made and stored with the task (recovery never re-reads)
+        system_prompt += await anyio.to_thread.run_sync(self.preloaded, definition)
+        memory = await self.memory(definition)
+        if memory is not None:
+            system_prompt += memory[1]
+        task_input: dict[str, Any] = {
+            "description": description,
+            "prompt": prompt,
+            "agent": definition.name,
+            "systemPrompt": system_prompt,
+            "model": model,
+            "tools": tools,
+        }
+        if definition.permission_mode is not None:
+            # read by the approval feature up the owner chain: stricter, never looser
+            task_input[PERMISSION_MODE_KEY] = definition.permission_mode
+        if definition.max_turns is not None:
+            task_input[MAX_TURNS_KEY] = definition.max_turns
+        if definition.hooks:  # run for its conversation alone by the hooks feature
+            task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
+        if memory is not None:  # its own files, for the approval feature
+            task_input[MEMORY_KEY] = memory[0]
+        if servers:  # started for it alone by the MCP feature
+            task_input[MCP_SERVERS_KEY] = servers
+            if definition.from_project:  # not started once the project is not trusted
+                task_input[PROJECT_AGENT_KEY] = True
+        thinking = definition.thinking or config.get("thinkingLevel")
+        if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
+            task_input[THINKING_KEY] = thinking
+        return task_input
+
     async def execute(self, args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
         task_id = await api.memo("task", ctx)
         name = str(args.get("subagent_type") or GENERAL_PURPOSE.name)
         if task_id is MISSING:
-            definition = self.definitions.agents.get(name) or self.definitions.agents.get(
-                agent_id(name)
-            )
+            definition = self.definition(name)
             if definition is None:
-                known = ", ".join(sorted(self.definitions.agents))
-                return ToolResult.text(
-                    f"Unknown subagent_type {name!r}; available: {known}", is_error=True
-                )
-            parent = await self._harness.harness.conversation(api.conversation_id, ctx)
-            config = await parent.config(ctx) if parent is not None else {}
-            if definition.tools is not None:
-                tools = self.tools_for(definition)
-            else:
-                tools = [t for t in config.get("selectedTools") or [] if t != AGENT_TOOL]
-            if definition.memory is not None and definition.tools is not None:
-                # its memory is read and written with these, as Claude Code enables them
-                registry = self._harness.harness.tools
-                tools += [t for t in MEMORY_TOOLS if t in registry and t not in tools]
-            tools = [t for t in tools if t not in definition.disallowed]
-            caller = await self._harness.harness.owner_task(api.conversation_id, ctx)
-            servers = list(definition.mcp_servers)
-            if caller is not None:  # another subagent's: never more than it has
-                tools = self.bounded(definition, tools, config.get("selectedTools"))
-                servers = self.bounded_servers(definition, servers, caller.input)
-            model, note = resolve_model(definition.model, config.get("model"), self.env)
-            if note is not None:
-                self.warn(f"{definition.source}: {note}")
-            system_prompt = definition.system_prompt
-            if definition.permission_mode == "plan":
-                system_prompt += PLAN_NOTE
-            # read when the call is made and stored with the task (recovery never re-reads)
-            system_prompt += await anyio.to_thread.run_sync(self.preloaded, definition)
-            memory = await self.memory(definition)
-            if memory is not None:
-                system_prompt += memory[1]
-            task_input: dict[str, Any] = {
-                "description": str(args["description"]),
-                "prompt": str(args["prompt"]),
-                "agent": definition.name,
-                "systemPrompt": system_prompt,
-                "model": model,
-                "tools": tools,
-            }
-            if definition.permission_mode is not None:
-                # read by the approval feature up the owner chain: stricter, never looser
-                task_input[PERMISSION_MODE_KEY] = definition.permission_mode
-            if definition.max_turns is not None:
-                task_input[MAX_TURNS_KEY] = definition.max_turns
-            if definition.hooks:  # run for its conversation alone by the hooks feature
-                task_input[HOOKS_KEY] = {"source": definition.source, "hooks": definition.hooks}
-            if memory is not None:  # its own files, for the approval feature
-                task_input[MEMORY_KEY] = memory[0]
-            if servers:  # started for it alone by the MCP feature
-                task_input[MCP_SERVERS_KEY] = servers
-                if definition.from_project:  # not started once the project is not trusted
-                    task_input[PROJECT_AGENT_KEY] = True
-            thinking = definition.thinking or config.get("thinkingLevel")
-            if isinstance(thinking, str):  # effort, else the caller's level (Claude Code's too)
-                task_input[THINKING_KEY] = thinking
+                return ToolResult.text(self.unknown(name), is_error=True)
+            task_input = await self.task_input(
+                definition, str(args["description"]), str(args["prompt"]), api.conversation_id,
+                ctx,
+            )  # fmt: skip
             # created and memoized in one commit: a crash never leaves a task without its memo
             ref = await api.task(self.kind, task_input, {"memo": "task"}, ctx)
             task_id = ref if type(ref) is int else ref.id
@@ -444,11 +470,47 @@ class Subagents:
         outcome = task.outcome if isinstance(task.outcome, dict) else {}
         if outcome.get("status") == "completed":
             result = outcome.get("result") or {}
-            report = result.get("report") or "(the subagent ended without a report)"
+            report = result.get("report") or NO_REPORT
             details = {"task": task_id, "agent": name, "conversation": result.get("conversation")}
             return ToolResult.text(report, details=details)
-        failure = outcome.get("failure") or outcome.get("error") or outcome.get("status")
-        return ToolResult.text(f"The subagent did not finish: {failure}", is_error=True)
+        return ToolResult.text(_did_not_finish(outcome), is_error=True)
+
+    async def fork(self, request: ForkRequest, ctx: Context) -> ForkResult:
+        """:class:`~.contract.SubagentForksApi`: run ``request``'s prompt in a subagent, as an
+        ``agent`` call from its conversation would (the same input, tools and bounds), with the
+        request's ``model`` and ``allow`` on top, and wait for it."""
+        name = str(request.get("agent") or GENERAL_PURPOSE.name)
+        definition = self.definition(name)
+        if definition is None:
+            known = ", ".join(sorted(self.definitions.agents))
+            return {"agent": name, "error": f"unknown agent {name!r}; the known agents: {known}"}
+        conversation_id = int(request["conversation"])
+        harness = self._harness.harness
+        parent = await harness.conversation(conversation_id, ctx)
+        if parent is None:
+            return {"agent": name, "error": f"conversation {conversation_id} does not exist"}
+        task_input = await self.task_input(
+            definition, str(request["description"]), str(request["prompt"]), conversation_id, ctx
+        )
+        model = request.get("model")
+        if isinstance(model, dict) and model:  # the command's own model: for this run only
+            task_input["model"] = dict(model)
+        allow = [rule for rule in request.get("allow") or [] if isinstance(rule, str) and rule]
+        if allow:  # the command's allowed-tools, on the subagent's turn (kind.py)
+            task_input[ALLOW_KEY] = allow
+        kind = self.kind
+        task_id: int = await parent.commit(lambda tx, _ctx: tx.create_task(kind, task_input), ctx)
+        task = await harness.wait_for_task(task_id, ctx)
+        outcome = task.outcome if isinstance(task.outcome, dict) else {}
+        if outcome.get("status") != "completed":
+            return {"agent": definition.name, "task": task_id, "error": _did_not_finish(outcome)}
+        result = outcome.get("result") or {}
+        answer: ForkResult = {
+            "agent": definition.name, "task": task_id, "report": result.get("report") or NO_REPORT,
+        }  # fmt: skip
+        if type(result.get("conversation")) is int:
+            answer["conversation"] = result["conversation"]
+        return answer
 
     def install(self, h: Any) -> Callable[[], None]:
         with ExitStack() as undo:  # on a failure, what was registered is undone
@@ -494,6 +556,25 @@ class Subagents:
             return undo.pop_all().close
 
 
+NO_REPORT = "(the subagent ended without a report)"
+
+
+def _did_not_finish(outcome: Mapping[str, Any]) -> str:
+    """What a ``subagents.run`` task that did not complete reports."""
+    failure = outcome.get("failure") or outcome.get("error") or outcome.get("status")
+    return f"The subagent did not finish: {failure}"
+
+
+class _ForksService:
+    """:data:`~.contract.SubagentForks` (a remotable service exposes methods only)."""
+
+    def __init__(self, subagents: Subagents) -> None:
+        self._subagents = subagents
+
+    async def run(self, request: ForkRequest, ctx: Context) -> ForkResult:
+        return await self._subagents.fork(request, ctx)
+
+
 class _DefinitionsService:
     """:data:`~.contract.SubagentDefinitions` (a remotable service exposes methods only)."""
 
@@ -510,6 +591,7 @@ def session_facet(env: FacetEnvironment) -> None:
     harness = env.use(HarnessService)
     subagents = Subagents(harness)
     env.provide(SubagentDefinitions, _DefinitionsService(subagents))
+    env.provide(SubagentForks, _ForksService(subagents))
 
     def activate() -> None:
         subagents.load()

@@ -33,7 +33,7 @@ sections (``sections`` in the spec), which its first model call folds from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -205,14 +205,19 @@ class OwnedConversation:
         *,
         request_id: str | None = None,
         when_busy: Literal["followUp", "steer", "reject"] = "followUp",
+        allow: Sequence[str] | None = None,
     ) -> OwnedInput:
         """Admit a user input into the child (core admission; see ``ConversationHandle.send``).
-        With ``request_id``, sending again (say, on recovery) returns the original input."""
+        With ``request_id``, sending again (say, on recovery) returns the original input;
+        ``allow`` names permission rules its turn may use without asking (as a command's
+        ``allowed-tools`` on the user's turn)."""
         await self._check(ctx)
         handle = await _host(self._rt).conversation(self.id, ctx)
         if handle is None:  # pragma: no cover - checked above
             raise Forbidden(f"conversation {self.id} does not exist")
-        sent = await handle.send(content, ctx, request_id=request_id, when_busy=when_busy)
+        sent = await handle.send(
+            content, ctx, request_id=request_id, when_busy=when_busy, allow=allow
+        )
         return OwnedInput(sent.id, self.id, sent)
 
     async def abort(self, ctx: Context) -> None:

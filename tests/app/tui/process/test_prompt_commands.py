@@ -150,6 +150,44 @@ async def test_a_skill_is_also_the_command_of_its_own_name_as_in_claude_code(
     assert sent.endswith("\n\nARGUMENTS: the parser\n</skill>")
 
 
+async def test_a_forked_skill_runs_in_its_agent_and_the_conversation_gets_its_report(
+    kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
+) -> None:
+    """``/scan parser`` typed in the TUI, of a skill with ``context: fork`` and ``agent:
+    scout`` (the user's agent file): the scout gets the skill's body (its echo is its report),
+    and what the conversation receives is that report, framed as a subagent's result; the
+    root answers it."""
+    config = homes["skill"].parents[2]
+    skill = config / "skills" / "scan" / "SKILL.md"
+    skill.parent.mkdir()
+    skill.write_text(
+        "---\nname: scan\ndescription: Scan\ncontext: fork\nagent: scout\n---\nScan $0.\n"
+    )
+    (config / "agents").mkdir()
+    (config / "agents" / "scout.md").write_text(
+        "---\nname: scout\ndescription: Scouts\n---\nYou are SCOUT.\n"
+    )
+    script = tmp_path / "faux-script.json"
+    scout = {"when": "You are SCOUT.", "steps": [{"echo": True}]}
+    script.write_text(json.dumps({"steps": [{"text": "ok"}], "conversations": [scout]}))
+    keeper = kit.supervisor(session, agent_env, faux_script=script)
+    seen: dict[str, Any] = {}
+
+    async def test(pilot: Any) -> None:
+        app = kit.app_of(pilot)
+        await kit.wait_for(pilot, lambda: kit.idle(app), "the conversation view")
+        await kit.wait_for(pilot, lambda: "scan" in app.tui.commands, "the /scan command")
+        await pilot.press(*"/scan parser", "enter")
+        await kit.wait_for(pilot, lambda: "ok" in kit.assistant_texts(app), "the answer")
+        seen["user"] = user_texts(kit, app)
+
+    await kit.drive(session, keeper, test)
+    (sent,) = seen["user"]  # the skill itself never reached the conversation
+    assert sent.startswith("/scan ran in a subagent (scout), which returned:"), sent
+    (report,) = sent.split('<subagent-result command="/scan" agent="scout">')[1:]
+    assert "Scan parser." in report  # the scout's echo of what it was sent
+
+
 async def test_a_skills_model_answers_the_turn_its_command_starts(
     kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path, homes: dict[str, Path]
 ) -> None:

@@ -83,6 +83,7 @@ from coding_agent.contracts import (
     MCP_ELICITATIONS,
     MCP_SAMPLING,
     QUESTION_DIALOGS,
+    SUBAGENT_FORKS,
     ShellService,
     WorkerStatusService,
 )
@@ -461,11 +462,15 @@ def _shell_runner(
     async def run(command: str) -> str:
         if not box:
             raise RuntimeError(f"cannot run `{command}`: the session has no !cmd runner")
-        conversation_id = conversation.view.value["conversation"]["id"]
-        data = await box[-1].run(conversation_id, command, False, BACKGROUND)
+        data = await box[-1].run(_conversation_id(conversation), command, False, BACKGROUND)
         return str(data.get("output", "")) if isinstance(data, dict) else ""
 
     return run
+
+
+def _conversation_id(conversation: ConversationServiceApi) -> int:
+    """The id of the conversation ``-p`` sends to."""
+    return conversation.view.value["conversation"]["id"]
 
 
 def _config_model(view: Any) -> Any:
@@ -590,6 +595,9 @@ async def _run_headless(
     statuses: list[Any] = []  # the worker's status (its models), for set_model
     if channel is not None:
         extra.append(_service_user(WorkerStatusService, statuses, "status"))
+    forks: list[Any] = []  # the subagents feature's runs: a command with context: fork
+    if "facets-subagents" in features:
+        extra.append(_service_user(SUBAGENT_FORKS, forks, "forks"))
     if "facets-approval" in features:  # a template's `!` lines are checked by its rules
         extra.append(_service_user(APPROVAL_RULES, shell_rules, "rules"))
         extra.append(_service_user(APPROVAL_MODE, modes, "mode"))
@@ -648,6 +656,20 @@ async def _run_headless(
                 if expanded.note is not None:
                     print(f"coding-agent: warning: {inert(expanded.note)}", file=errors)
                     errors.flush()
+                if expanded.fork is not None:  # context: fork: its subagent's result is sent
+                    from coding_agent.context.forks import ForkError, run_fork
+
+                    name, agent = expanded.fork
+                    try:
+                        prompt = await run_fork(
+                            forks[-1] if forks else None, name, agent, prompt,
+                            _conversation_id(root.found[0]), send_options, BACKGROUND,
+                        )  # fmt: skip
+                    except ForkError as error:
+                        print(f"coding-agent: error: {inert(str(error))}", file=errors)
+                        errors.flush()
+                        return EXIT_FAILED
+                    send_options = {}
             # @file, @folder/ as typed (not in a command's expansion): attached, as in the TUI
             attached = await anyio.to_thread.run_sync(mention_blocks, typed, session.cwd)
             content = [{"type": "text", "text": prompt}, *attached] if attached else prompt

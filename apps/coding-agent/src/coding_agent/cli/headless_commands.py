@@ -23,7 +23,8 @@ model and its calls that the ``allowed-tools`` rules cover run without asking, s
 command with ``allowed-tools: Bash(git status:*)`` can run ``git status`` while any other
 command is refused as usual. A skill run as ``/NAME`` or ``/skill:NAME`` brings its own
 ``model`` and ``allowed-tools`` the same way (as in Claude Code, where commands and skills are one
-kind).
+kind). One with ``context: fork`` (:attr:`Expanded.fork`) runs in a subagent instead, those
+applying to it, and its result is the prompt (:mod:`coding_agent.context.forks`).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ class Expanded:
     text: str
     options: dict[str, Any] = field(default_factory=lambda: {})
     note: str | None = None
+    fork: tuple[str, str] | None = None
+    """``(command name, agent type)`` of a command or skill with ``context: fork``: ``text`` is
+    its subagent's prompt, not the conversation's (:mod:`coding_agent.context.forks`)."""
 
 
 async def expand_prompt_command(
@@ -145,7 +149,8 @@ async def expand_prompt_command(
     if not text:
         raise TemplateError(f"/{template.name} expands to nothing")
     options, note = send_options(template, caller, os.environ)
-    return Expanded(text, options, note)
+    fork = (template.name, template.fork) if template.fork else None
+    return Expanded(text, options, note, fork)
 
 
 def _skill(skill: Skill, args: str, caller: Any) -> Expanded:
@@ -156,7 +161,7 @@ def _skill(skill: Skill, args: str, caller: Any) -> Expanded:
     except (OSError, FrontmatterError) as error:
         raise TemplateError(f"{skill.path}: {error}") from None
     options, note = send_options(skill, caller, os.environ)
-    return Expanded(text, options, note)
+    return Expanded(text, options, note, (skill.name, skill.fork) if skill.fork else None)
 
 
 async def _check(

@@ -79,6 +79,7 @@ from coding_agent.context.resources import (
     Places,
     argument_hint,
     argument_names,
+    fork_agent,
     not_honoured,
     read_frontmatter,
     read_text,
@@ -133,6 +134,9 @@ class PromptTemplate:
     allowed_tools: tuple[str, ...] = field(default=())
     """``allowed-tools:`` in the frontmatter: permission rules the command's turn may use
     without asking (:func:`send_options`), and its ``!`cmd``` lines (:func:`bash_allowed`)."""
+    fork: str | None = None
+    """With ``context: fork``: the subagent type (its ``agent``, default ``general-purpose``)
+    the command runs in (:mod:`coding_agent.context.forks`); ``None``: in the conversation."""
     arguments: tuple[str, ...] = ()
     """``arguments:`` in the frontmatter: ``$name`` in the body is the word typed at that
     position (``arguments: [issue, branch]``: ``$issue`` is ``$1``)."""
@@ -202,6 +206,7 @@ def _load(
         description = None
     model: Any = meta.get("model")
     ignored = not_honoured(meta, command=True)
+    fork = fork_agent(meta, ignored)
     if ignored:
         warnings.append(f"{path}: command /{name}: not honoured here: " + "; ".join(ignored))
     described = " ".join(description.split()) if description else _first_line(body)
@@ -216,6 +221,7 @@ def _load(
         allowed_tools=tool_rules(meta),
         arguments=argument_names(meta),
         in_project=in_project,
+        fork=fork,
     )
 
 

@@ -47,12 +47,14 @@ from coding_agent.settings.trust import (
 from coding_agent.settings.xdg import claude_home, config_home, pi_home
 
 __all__ = [
+    "FORK_DEFAULT_AGENT",
     "MAX_RESOURCE_CHARS",
     "NOT_HONOURED",
     "FrontmatterError",
     "Places",
     "argument_hint",
     "argument_names",
+    "fork_agent",
     "not_honoured",
     "read_frontmatter",
     "read_text",
@@ -205,8 +207,6 @@ def tool_rules(meta: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 NOT_HONOURED: dict[str, str] = {
-    "context": "it runs in the conversation that loads it, not in a forked subagent",
-    "agent": "it runs in the conversation that loads it, not in a subagent",
     "hooks": "its hooks do NOT run; put them in the hooks of ~/.claude/settings.json",
     "disallowed-tools": "the tools it removes stay offered while it runs (deny rules in "
     "settings.json or config.toml take a tool away)",
@@ -218,7 +218,8 @@ NOT_HONOURED: dict[str, str] = {
 absence changes what runs or what the model is offered, each with what happens instead; a file
 setting any is one warning naming them (it still loads): :func:`not_honoured`. Commands run
 their ``!`command``` lines (so ``shell`` is not named for them) and are never offered to the
-model (nor ``paths``). ``model``, ``allowed-tools``, ``argument-hint``, ``arguments``,
+model (nor ``paths``). ``context: fork`` and ``agent`` are honoured when a user runs it
+(:func:`fork_agent`); ``model``, ``allowed-tools``, ``argument-hint``, ``arguments``,
 ``disable-model-invocation``, ``user-invocable`` and ``when_to_use`` are honoured; ``effort``
 and ``version``, ``license`` and ``metadata`` (the Agent Skills format's) are accepted without
 a warning: ignoring them keeps the conversation's thinking level or changes nothing."""
@@ -235,6 +236,28 @@ def not_honoured(meta: Mapping[str, Any], *, command: bool = False) -> list[str]
         for key, why in NOT_HONOURED.items()
         if key not in skip and meta.get(key) not in (None, "", [], {}, False)
     ]
+
+
+FORK_DEFAULT_AGENT = "general-purpose"
+"""The subagent type a ``context: fork`` command or skill runs in when it names no ``agent``
+(Claude Code's default too)."""
+
+
+def fork_agent(meta: Mapping[str, Any], ignored: list[str]) -> str | None:
+    """The subagent type a command or skill with ``context: fork`` runs in when the user runs it
+    (its ``agent``, else :data:`FORK_DEFAULT_AGENT`); ``None`` when it runs in the conversation.
+    A ``context`` other than ``fork``, or an ``agent`` without ``context: fork``, changes
+    nothing (as in Claude Code) and is added to ``ignored``, for the file's one warning."""
+    context: Any = meta.get("context")
+    agent: Any = meta.get("agent")
+    named = str(agent).strip() if agent not in (None, "", False) else ""
+    if context == "fork":
+        return named or FORK_DEFAULT_AGENT
+    if context not in (None, ""):
+        ignored.append(f"context ({context!r} is not 'fork': it runs in the conversation)")
+    elif named:
+        ignored.append("agent (only used with 'context: fork': it runs in the conversation)")
+    return None
 
 
 class Places(msgspec.Struct, frozen=True):

@@ -42,8 +42,9 @@ The listing shows a skill's ``when_to_use`` after its description, as Claude Cod
 ``/NAME`` and ``/skill:NAME`` take the skill's ``model`` and ``allowed-tools`` for the turn they
 start, as a command's (:func:`~coding_agent.context.prompt_templates.send_options`; the model
 loading a skill by itself reads its file: no grant), and its ``arguments`` name the words typed
-after it (``$issue``: :func:`invoke_skill`). Claude Code's ``context: fork``, ``agent``,
-``hooks``, ``disallowed-tools`` and ``paths`` (:data:`NOT_HONOURED`) and ``!`command``` lines
+after it (``$issue``: :func:`invoke_skill`). With ``context: fork``, ``/NAME`` runs it in a
+subagent of its ``agent`` type (:attr:`Skill.fork`, :mod:`coding_agent.context.forks`).
+Claude Code's ``hooks``, ``disallowed-tools`` and ``paths`` (:data:`NOT_HONOURED`) and ``!`command``` lines
 are one warning per skill, naming each with what happens instead.
 
 **Validation** follows the Agent Skills rules, as pi does: ``name`` is 1–64 characters of
@@ -76,6 +77,7 @@ from coding_agent.context.resources import (
     Places,
     argument_hint,
     argument_names,
+    fork_agent,
     not_honoured,
     read_frontmatter,
     read_text,
@@ -151,6 +153,10 @@ class Skill(msgspec.Struct, frozen=True):
     allowed_tools: tuple[str, ...] = ()
     """``allowed-tools`` in the frontmatter: permission rules the calls of the turn ``/NAME``
     starts may use without asking, as a command's."""
+    fork: str | None = None
+    """With ``context: fork``: the subagent type (its ``agent``, default ``general-purpose``)
+    that ``/NAME`` runs it in (:mod:`coding_agent.context.forks`); ``None``: it runs in the
+    conversation."""
 
     @property
     def folder(self) -> Path:
@@ -267,6 +273,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
         )
     when: Any = meta.get("when_to_use")
     ignored = not_honoured(meta)
+    fork = fork_agent(meta, ignored)
     if _INJECTION.search(body):
         ignored.append("!`command` lines (they are not run; the model reads them as written)")
     if ignored:
@@ -279,7 +286,7 @@ def _load(path: Path, root: Path, source: str, warnings: list[str]) -> Skill | N
         user_invocable=not hidden, argument_hint=argument_hint(meta),
         arguments=argument_names(meta), allowed_tools=tool_rules(meta),
         model=str(model).strip() if model and str(model).strip() != "inherit" else None,
-        when_to_use=" ".join(when.split()) if isinstance(when, str) else "",
+        when_to_use=" ".join(when.split()) if isinstance(when, str) else "", fork=fork,
     )  # fmt: skip
 
 

@@ -263,10 +263,7 @@ async def run_client(
                 # (app_turn: what is typed as the editor appears shows at once).
                 await turn()
                 from coding_agent.tui.commands.core import commands_facet
-                from coding_agent.tui.commands.prompts import (
-                    approval_rules_facet,
-                    prompt_commands_facet,
-                )
+                from coding_agent.tui.commands.prompts import prompt_facets
 
                 await turn()
                 from coding_agent.tui.commands.sessions import session_commands_facet
@@ -292,10 +289,8 @@ async def run_client(
                 for generation in generations:
                     facets.extend(generation.facets)
                 # Last: a prompt template never takes the name of another command.
-                rules: list[Any] = []  # a template's !`cmd` is decided as a bash call of it
-                if any(g.package.name == "facets-approval" for g in generations):
-                    facets.append(approval_rules_facet(rules))  # (the worker has it too)
-                facets.append(prompt_commands_facet(client, session.cwd, rescans, rules))
+                packages = {g.package.name for g in generations}  # (in the worker too)
+                facets += prompt_facets(client, session.cwd, rescans, packages)
                 shell = RemoteShellRunner(client)  # !cmd and !!cmd
                 app.shell = shell
                 facets.append(shell.facet())

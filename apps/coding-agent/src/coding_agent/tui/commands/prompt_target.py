@@ -36,6 +36,10 @@ class PromptsTarget:
     rules: list[Any] = field(default_factory=lambda: [])
     """The approval feature's ``approval.rules`` service once it is active (filled by
     :func:`approval_rules_facet`); empty without the feature."""
+    forks: list[Any] = field(default_factory=lambda: [])
+    """The subagents feature's ``subagents.fork`` service once it is active (filled by
+    :func:`subagent_forks_facet`): a command with ``context: fork`` runs through it; empty
+    without the feature."""
 
     def unregister_all(self) -> None:
         """Drop every ``/skill:`` and template command registered so far."""

@@ -16,7 +16,9 @@ nothing is typed yet, as Claude Code does (:mod:`coding_agent.tui.widgets.palett
 This module registers them all (:func:`prompt_commands_facet`) and holds the skill and template
 commands; what they act on is :class:`~.prompt_target.PromptsTarget`. Discovery problems
 (frontmatter that is not YAML, a skill without a description, a template's name taken) are
-warning toasts naming the file; nothing raises. A prompt sent mid-turn queues.
+warning toasts naming the file; nothing raises. A prompt sent mid-turn queues. A skill or template
+with ``context: fork`` runs in a subagent of its ``agent`` type and its result is what is sent
+(:mod:`coding_agent.context.forks`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from chord.textual import (
     Tui,
     register_commands,
 )
+from coding_agent.context.forks import ForkError, run_fork
 from coding_agent.context.prompt_templates import (
     PromptTemplate,
     TemplateError,
@@ -47,7 +50,12 @@ from coding_agent.context.prompt_templates import (
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import Skill, discover_skills, invoke_skill
-from coding_agent.contracts import APPROVAL_RULES, ShellService, WorkerStatusService
+from coding_agent.contracts import (
+    APPROVAL_RULES,
+    SUBAGENT_FORKS,
+    ShellService,
+    WorkerStatusService,
+)
 from coding_agent.tui.commands.context_window import (
     context,
     context_rows,
@@ -70,11 +78,13 @@ __all__ = [
     "expand_in_tui",
     "list_skills",
     "prompt_commands_facet",
+    "prompt_facets",
     "refresh",
     "run_skill",
     "run_template",
     "sent_system",
     "skipped_rows",
+    "subagent_forks_facet",
 ]
 
 PROMPT_COMMANDS_FACET_ID = "@coding-agent/prompt-commands"
@@ -106,8 +116,31 @@ async def run_skill(target: SkillTarget, args: Arguments, ctx: Context) -> Comma
     options, note = send_options(target.skill, _caller(prompts), os.environ)
     if note is not None:
         prompts.tui.notify(note, severity="warning")
-    await prompts.client.send(text, "prompt", ctx, options)
+    await _send(prompts, target.skill.name, target.skill.fork, text, options, ctx)
     return None
+
+
+async def _send(
+    prompts: PromptsTarget, name: str, fork: str | None, text: str, options: dict[str, Any],
+    ctx: Context,
+) -> None:  # fmt: skip
+    """Send command ``/name``'s ``text`` with its ``options`` to the conversation; with
+    ``context: fork`` (``fork``: the agent type), run it in a subagent first and send its result
+    instead (:mod:`coding_agent.context.forks`)."""
+    if fork is not None:
+        conversation_id = prompts.client.conversation_id
+        if conversation_id is None:
+            raise CommandError(f"/{name}: no conversation is open yet; try again in a moment")
+        prompts.tui.notify(f"/{name} runs in a subagent ({fork}); its result follows")
+        try:
+            text = await run_fork(
+                prompts.forks[-1] if prompts.forks else None, name, fork, text,
+                conversation_id, options, ctx,
+            )  # fmt: skip
+        except ForkError as error:
+            raise CommandError(str(error)) from error
+        options = {}  # they applied to the subagent
+    await prompts.client.send(text, "prompt", ctx, options)
 
 
 def _caller(prompts: PromptsTarget) -> Any:
@@ -137,7 +170,7 @@ async def run_template(target: TemplateTarget, args: Arguments, ctx: Context) ->
     options, note = send_options(target.template, _caller(prompts), os.environ)
     if note is not None:
         prompts.tui.notify(note, severity="warning")
-    await prompts.client.send(text, "prompt", ctx, options)
+    await _send(prompts, target.template.name, target.template.fork, text, options, ctx)
     return None
 
 
@@ -263,11 +296,46 @@ def approval_rules_facet(rules: list[Any]) -> Facet:
     return setup
 
 
+def subagent_forks_facet(forks: list[Any]) -> Facet:
+    """A facet handing the subagents feature's ``subagents.fork`` service to ``forks`` (the list
+    :func:`prompt_commands_facet` gets) once active: a command with ``context: fork`` runs
+    through it; apart, so the commands never wait for the feature."""
+
+    @define_facet("@coding-agent/prompt-command-forks")
+    def setup(env: FacetEnvironment) -> None:
+        service = env.use(SUBAGENT_FORKS)
+        env.on_activate(lambda: forks.append(service))
+        env.own(lambda: forks.remove(service) if service in forks else None)
+
+    return setup
+
+
+def prompt_facets(
+    client: RemoteConversationClient,
+    cwd: str | os.PathLike[str],
+    rescans: list[Callable[[], None]],
+    packages: set[str],
+) -> list[Facet]:
+    """:func:`prompt_commands_facet` with what the session's features (``packages``, their
+    package names) give it: the approval feature's rules (a template's ``!`cmd``` is decided as
+    a ``bash`` call of it: :func:`approval_rules_facet`) and the subagents feature's runs (a
+    command with ``context: fork``: :func:`subagent_forks_facet`)."""
+    rules: list[Any] = []
+    forks: list[Any] = []
+    facets: list[Facet] = []
+    if "facets-approval" in packages:
+        facets.append(approval_rules_facet(rules))
+    if "facets-subagents" in packages:
+        facets.append(subagent_forks_facet(forks))
+    return [*facets, prompt_commands_facet(client, cwd, rescans, rules, forks)]
+
+
 def prompt_commands_facet(
     client: RemoteConversationClient,
     cwd: str | os.PathLike[str],
     rescans: list[Callable[[], None]] | None = None,
     rules: list[Any] | None = None,
+    forks: list[Any] | None = None,
 ) -> Facet:
     """The facet registering ``/skills``, ``/skill:NAME``, the prompt templates and
     ``/context`` for the project in ``cwd`` (module docstring). It adds its scan to
@@ -283,6 +351,8 @@ def prompt_commands_facet(
         )
         if rules is not None:
             target.rules = rules
+        if forks is not None:
+            target.forks = forks
 
         def rescan() -> None:
             refresh(target)
