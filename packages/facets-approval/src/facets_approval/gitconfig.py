@@ -26,7 +26,14 @@ they stand for: that repository is the one checked. Any other variable the line 
 ``HOME``...) asks, but for the routine ones (:data:`_ROUTINE`: an author's name, ``LC_ALL``;
 ``GIT_PAGER=cat``, ``GIT_EDITOR=true``), and so does one whose name or value is known only
 when it runs (``read X``, ``source f``, ``env -u``), or a wrapper that moves the command
-(``env -C``, ``sudo -D``, ``chroot``). What the agent inherited otherwise (an inherited
+(``env -C``, ``sudo -D``, ``chroot``). A command run from a string or by ``find -exec``
+inherits the variables and folder of the command that runs it (``GIT_DIR=x bash -c 'git
+status'``, ``env -C DIR find . -exec git status \\;``: :attr:`~.shell.CommandPart.assignments`);
+a plain assignment counts once the line exports that name however it spells it (``builtin
+export``, ``builtin set -a``, ``bash -a -c``; ``set -k`` puts an ``A=1`` among a command's
+words in its environment: unknown); a name set twice with different values is known only
+when it runs; ``CDPATH`` makes a ``cd`` to a plain relative name unknown; a line that
+defines an ``alias`` asks whatever it runs. What the agent inherited otherwise (an inherited
 ``GIT_SSH_COMMAND``, ``GIT_CONFIG_PARAMETERS``) is the user's own, as the global configuration
 is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
 
@@ -61,7 +68,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -72,7 +78,7 @@ from pico3 import ConfiguredProgram, repository_programs
 
 from .git_approvals import RememberedGit
 from .guarded import path_within
-from .shell import CommandAnalysis, Variable, analyse_command
+from .shell import CommandAnalysis, Variable, analyse_command, wrapper_environment
 
 __all__ = [
     "GIT_FRONT_ENDS",
@@ -149,8 +155,11 @@ def _path(folder: str, given: str, expanded: bool) -> str | None:
     return os.path.normpath(os.path.join(folder, given))
 
 
-def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
-    """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs)."""
+def _cd(words: tuple[str | None, ...], folder: str | None, cdpath: bool = False) -> str | None:
+    """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs).
+    ``cdpath``: ``CDPATH`` may be set (inherited, or assigned on the line: the shell's own
+    variable is what ``cd`` reads), so a relative folder not starting with ``.`` may be found
+    in one of its folders first (``CDPATH=/tmp; cd evil`` goes to ``/tmp/evil``)."""
     args = [w for w in words[1:] if w is None or not w.startswith("-") or w == "-"]
     if folder is None:
         return None
@@ -158,6 +167,8 @@ def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
         return os.path.expanduser("~")
     target = args[0]
     if target is None or target == "-":
+        return None
+    if cdpath and not target.startswith(("/", ".", "~")):
         return None
     return _path(folder, target, expanded=True)
 
@@ -276,9 +287,6 @@ def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
     return name, elsewhere
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
-
-
 def _commands(
     analysis: CommandAnalysis, environ: Mapping[str, str] | None = None
 ) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool]]:
@@ -289,11 +297,11 @@ def _commands(
     exported = _exported(analysis, environ)
     for part in analysis.parts:
         variables = [*exported, *part.assignments]
-        elsewhere = False
+        elsewhere = part.elsewhere
         outer = part.words
         yield outer, list(variables), elsewhere
         for inner in part.runs:
-            found, moves = _wrapper(outer[: len(outer) - len(inner)])
+            found, moves = wrapper_environment(outer[: len(outer) - len(inner)])
             variables += found
             elsewhere = elsewhere or moves
             yield inner, list(variables), elsewhere
@@ -305,51 +313,49 @@ def _exported(
 ) -> list[Variable]:
     """The variables the line sets that may reach a command's environment: every exported or
     unset one, and a shell variable it only assigns (``msg=x; git commit -m "$msg"``) when
-    the environment holds that name already (``PATH=x;``, ``HOME=x;``) or the line turns on
-    ``set -a``/``set -o allexport`` (it exports every assignment)."""
+    the environment holds that name already (``PATH=x;``, ``HOME=x;``), the line exports it
+    anywhere (a loop may come back to it), or the line turns on
+    ``set -a``/``set -o allexport`` (it exports every assignment), however it runs ``set``
+    (``builtin set -a``, ``command set -a``). ``set -k``/``set -o keyword`` makes an ``A=1``
+    anywhere among a command's words part of its environment (``git status GIT_DIR=x``): the
+    variables are then known only when it runs."""
     environment = os.environ if inherited is None else inherited
-    allexport = any(
-        part.words[:1] == ("set",)
-        and any(
-            word is None or word == "allexport" or (word[:1] in "-+" and "a" in word[1:])
-            for word in part.words[1:]
-        )
+    sets = [
+        words[1:]
         for part in analysis.parts
-    )
-    return [
+        for words in (part.words, *part.runs)
+        if words[:1] == ("set",)
+    ]
+    allexport = any(_set_option(args, "a", "allexport") for args in sets)
+    keyword = any(_set_option(args, "k", "keyword") for args in sets)
+    exported = {variable.name for variable in analysis.variables if variable.exported}
+    found = [
         variable
         for variable in analysis.variables
-        if variable.exported or allexport or not variable.name or variable.name in environment
+        if variable.exported
+        or allexport
+        or not variable.name
+        or variable.name in environment
+        or variable.name in exported  # `export A=1; A=2;`: still exported
     ]
+    values: dict[str, set[str | None]] = {}
+    for variable in found:
+        values.setdefault(variable.name, set()).add(variable.value)
+    # set twice with different values (`export A=x; git status; export A=y`): which one a
+    # command sees depends on where it is, which this check does not follow
+    found = [
+        variable if len(values[variable.name]) == 1 else Variable(variable.name, None)
+        for variable in found
+    ]
+    return [*found, Variable("", None)] if keyword else found
 
 
-def _wrapper(words: tuple[str | None, ...]) -> tuple[list[Variable], bool]:
-    """The variables a wrapper's words set for the command behind it (``env A=1``,
-    ``sudo A=1``; ``env -u A``, ``env -i``: known only when it runs) and whether it moves
-    that command to another folder."""
-    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
-    found: list[Variable] = []
-    moves = name == "chroot"
-    for word in words[1:]:
-        if word is None:
-            continue
-        if _ASSIGNMENT.match(word):
-            variable, _, value = word.partition("=")
-            found.append(Variable(variable, value))
-        elif word.startswith("--"):
-            option = word[2:].partition("=")[0]
-            moves = moves or option in ("chdir", "login")
-            if name == "env" and option in ("unset", "ignore-environment"):
-                found.append(Variable("", None))
-        elif word.startswith("-"):
-            letters = word[1:]
-            if name == "env":
-                moves = moves or "C" in letters
-                if not letters or "u" in letters or "i" in letters:  # `env -`, `-u A`, `-i`
-                    found.append(Variable("", None))
-            elif name == "sudo":
-                moves = moves or "D" in letters or "i" in letters
-    return found, moves
+def _set_option(args: Sequence[str | None], letter: str, name: str) -> bool:
+    """Whether ``set`` with ``args`` may turn on the option ``-letter``/``-o name`` (a word
+    known only when it runs may)."""
+    return any(
+        word is None or word == name or (word[:1] in "-+" and letter in word[1:]) for word in args
+    )
 
 
 def git_targets(
@@ -358,13 +364,23 @@ def git_targets(
     """Every ``git`` ``command`` runs, once for each folder it may run in (see the module
     docstring), in order; ``environ`` is the environment the line starts with (this
     process's by default)."""
-    analysis = analyse_command(command)
+    return _targets(analyse_command(command), workspace, environ)
+
+
+def _targets(
+    analysis: CommandAnalysis, workspace: str, environ: Mapping[str, str] | None = None
+) -> list[GitTarget]:
+    """:func:`git_targets` of a line already analysed."""
     folders: list[str | None] = [workspace]
     found: dict[GitTarget, None] = {}
+    cdpath = "CDPATH" in (os.environ if environ is None else environ) or any(
+        variable.name in ("CDPATH", "") for variable in analysis.variables
+    )
     for words, variables, elsewhere in _commands(analysis, environ):
         name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
         if name in ("cd", "pushd"):
-            moved = _cd(words, folders[-1])
+            cdpath = cdpath or any(v.name in ("CDPATH", "") for v in variables)
+            moved = _cd(words, folders[-1], cdpath)
             folders.append(moved)
         elif name == "git":
             for folder in [None] if elsewhere else dict.fromkeys(folders):
@@ -454,10 +470,17 @@ def git_check(
     if not isinstance(command, str):
         return None
     start = workspace if workspace is not None else os.getcwd()
+    analysis = analyse_command(command)
+    if analysis.aliases:
+        return GitCheck(
+            f"it defines an alias ({analysis.aliases[0]}), with which a later word may run git "
+            "in another repository or environment this check cannot follow; run it without "
+            "the alias"
+        )
     programs: list[ConfiguredProgram] = []
     repositories: dict[str, RememberedGit] = {}
     unknown = False  # something a fingerprint cannot pin down: no "always" offered
-    for target in git_targets(command, start):
+    for target in _targets(analysis, start):
         if target.command is None and target.folder is not None:
             continue  # `git --version`, `git -C x`: runs no subcommand, nothing configured
         if target.unread:
