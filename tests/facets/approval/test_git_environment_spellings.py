@@ -13,6 +13,7 @@ to prove the trap was armed.
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,13 @@ def armed(root: Path) -> str:
     git(evil, "commit", "-qm", "init")
     git(evil, "config", "core.fsmonitor", script(root, "evil"))
     return f"{evil}/.git"
+
+
+def exec_path() -> str:
+    """The folder of git's own programs (``git-status``...), as ``git --exec-path`` says."""
+    return subprocess.run(
+        ["git", "--exec-path"], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def cdpath(root: Path, repo: Path) -> str:
@@ -97,6 +105,14 @@ FORMS: dict[str, Callable[[Path, Path], str]] = {
     "exported twice": lambda root, repo: (
         f"export GIT_DIR={armed(root)}; git status; export GIT_DIR={repo}/.git"
     ),
+    "dollar-quoted git": lambda root, repo: f"cd {Path(armed(root)).parent}; $'git' status",
+    "git's own program": lambda root, repo: (
+        f"cd {Path(armed(root)).parent}; {exec_path()}/git-status"
+    ),
+    "xargs adds the subcommand": lambda root, repo: (
+        f"echo status | xargs git -C {Path(armed(root)).parent}"
+    ),
+    "coproc": lambda root, repo: f"coproc git -C {Path(armed(root)).parent} status; wait",
 }
 """Each spelling: the line, made against the session's repository and the folder above it."""
 
@@ -134,5 +150,11 @@ def test_everyday_lines_still_ask_nothing(tmp_path: Path) -> None:
         "cd src && git status",
     ):
         assert git_check(command, str(repo), None) is None, command
+    evil = Path(armed(tmp_path)).parent
+    for command in (f"npx -y git -C {evil} status", f"npm exec -- git -C {evil} status"):
+        check = git_check(command, str(repo), None)
+        assert check is not None and "core.fsmonitor" in check.reason, command
+    check = git_check(f"npx tig -C {evil}", str(repo), None)  # its -C was read as a program
+    assert check is not None and "known only when it runs" in check.reason
     check = git_check("alias st='git status'", str(repo), None)
     assert check is not None and "alias" in check.reason

@@ -38,7 +38,8 @@ defines an ``alias`` asks whatever it runs. What the agent inherited otherwise (
 is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
 
 **Git front-ends** (:data:`GIT_FRONT_ENDS`: ``gh``, ``hub``, ``tig``, ``lazygit``, ``gitui``,
-``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``; directly or through ``npx``) run git
+``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``, ``scalar``; directly or through a package
+runner, ``npx``, ``npm exec``..., :func:`_unrun`, as git itself is) run git
 in the repository of their folder on the user's behalf (``gh pr checkout`` fetches and checks
 out: the ``post-checkout`` hook, the fsmonitor and the filters run), so each is checked as a
 ``git`` running any command there (every hook counts); an option that moves it to another
@@ -264,6 +265,7 @@ GIT_FRONT_ENDS: dict[str, tuple[str, ...]] = {
     "pre-commit": (),
     "lefthook": (),
     "husky": (),
+    "scalar": ("-C",),
 }
 """Programs that run git in the repository of their folder on the user's behalf, each with the
 options (prefixes) that point it at another repository: checked as a ``git`` there (module
@@ -272,14 +274,35 @@ docstring)."""
 _RUNNERS = frozenset({"npx", "bunx", "pnpx"})
 """Package runners whose first word that is no option is the program they run (``npx husky``)."""
 
+_RUNNER_COMMANDS = frozenset(
+    {("npm", "exec"), ("npm", "x"), ("pnpm", "exec"), ("pnpm", "dlx"), ("yarn", "exec"),
+     ("yarn", "dlx"), ("bun", "x")}
+)  # fmt: skip
+"""Package managers' commands that run a program the same way (``npm exec -- husky``)."""
+
+
+def _unrun(words: tuple[str | None, ...]) -> tuple[str | None, ...]:
+    """The command a package runner (:data:`_RUNNERS`, :data:`_RUNNER_COMMANDS`) runs, its
+    words as written from its name on (``npx -y git -C x status`` → ``git -C x status``);
+    ``words`` itself when it is no runner, ``()`` when it names no program."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if name in _RUNNERS:
+        start = 1
+    elif len(words) > 1 and (name, words[1]) in _RUNNER_COMMANDS:
+        start = 2
+    else:
+        return words
+    for index in range(start, len(words)):
+        word = words[index]
+        if word is None or not word.startswith("-"):
+            return _unrun(words[index:])
+    return ()
+
 
 def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
     """The git front-end ``words`` runs (:data:`GIT_FRONT_ENDS`), and whether an option of it
     points it elsewhere (or a word is known only when it runs), or ``None``."""
     name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
-    if name in _RUNNERS:
-        rest = [w for w in words[1:] if w is None or not w.startswith("-")]
-        return _front_end(tuple(rest)) if rest else None
     moving = GIT_FRONT_ENDS.get(name)
     if moving is None:
         return None
@@ -289,22 +312,25 @@ def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
 
 def _commands(
     analysis: CommandAnalysis, environ: Mapping[str, str] | None = None
-) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool]]:
+) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool, bool]]:
     """Each command the line runs (a part, and the command behind each of its wrappers), with
     the variables set for it (every one the line sets, its own ``A=1`` prefix, a wrapper's
-    ``env A=1``) and whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
-    ``sudo -i``, ``chroot``)."""
+    ``env A=1``), whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
+    ``sudo -i``, ``chroot``) and whether ``xargs`` adds words to it (``echo status | xargs
+    git``: its subcommand is known only when it runs)."""
     exported = _exported(analysis, environ)
     for part in analysis.parts:
         variables = [*exported, *part.assignments]
         elsewhere = part.elsewhere
         outer = part.words
-        yield outer, list(variables), elsewhere
+        yield outer, list(variables), elsewhere, False
         for inner in part.runs:
-            found, moves = wrapper_environment(outer[: len(outer) - len(inner)])
+            wrapper = outer[: len(outer) - len(inner)]
+            found, moves = wrapper_environment(wrapper)
             variables += found
             elsewhere = elsewhere or moves
-            yield inner, list(variables), elsewhere
+            appended = (wrapper[0] or "").rsplit("/", 1)[-1] == "xargs"
+            yield inner, list(variables), elsewhere, appended
             outer = inner
 
 
@@ -376,15 +402,25 @@ def _targets(
     cdpath = "CDPATH" in (os.environ if environ is None else environ) or any(
         variable.name in ("CDPATH", "") for variable in analysis.variables
     )
-    for words, variables, elsewhere in _commands(analysis, environ):
-        name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
-        if name in ("cd", "pushd"):
+    for written, variables, elsewhere, appended in _commands(analysis, environ):
+        words = _unrun(written)
+        if not words:
+            continue
+        name = words[0].rsplit("/", 1)[-1] if words[0] is not None else None
+        if name is None:  # `$'git' status`, `"$GIT" status`: it may be git, anywhere
+            found[GitTarget(None, (), None)] = None
+        elif name in ("cd", "pushd"):
             cdpath = cdpath or any(v.name in ("CDPATH", "") for v in variables)
             moved = _cd(words, folders[-1], cdpath)
             folders.append(moved)
-        elif name == "git":
+        elif name == "git" or (name.startswith("git-") and name not in GIT_FRONT_ENDS):
+            # `git-status`, git's own programs (`/usr/lib/git-core/git-status`), are `git status`
+            args = words[1:] if name == "git" else (name.removeprefix("git-"), *words[1:])
             for folder in [None] if elsewhere else dict.fromkeys(folders):
-                found[_git(words[1:], folder, variables, environ)] = None
+                target = _git(args, folder, variables, environ)
+                if appended and target.command is None and target.folder is not None:
+                    target = replace(target, command="xargs")  # any subcommand: every hook
+                found[target] = None
         elif (front := _front_end(words)) is not None:  # `gh pr checkout`: any git there
             program, moved = front
             for folder in [None] if elsewhere or moved else dict.fromkeys(folders):
