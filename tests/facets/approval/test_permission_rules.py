@@ -193,6 +193,7 @@ DENY_RM = "deny Bash(rm:*)"
         ((DENY_RM,), "bash", {"command": "sudo rm x"}, "deny"),
         ((DENY_RM,), "bash", {"command": "find . | xargs -0 rm"}, "deny"),
         ((DENY_RM,), "bash", {"command": "timeout 5 env A=1 rm x"}, "deny"),
+        ((DENY_RM,), "bash", {"command": "coproc rm x"}, "deny"),
         ((DENY_RM,), "bash", {"command": "$CMD x"}, "ask"),
         (("deny Bash(git push:*)",), "bash", {"command": "git $SUB origin"}, "ask"),
         (("deny Bash(git push:*)",), "bash", {"command": "git status"}, None),

@@ -146,6 +146,9 @@ async def test_each_kind_of_failure_blocks_with_a_reason_naming_the_hook(
         f"{tmp_path}/no-such-guard": "it exited with code 127 (its program was not found): ",
         str(not_executable): "it exited with code 126 (its program is not executable): ",
         "echo '{\"hookSpecificOutput\": ' ": "it printed invalid JSON on stdout",
+        'echo \'{"hookSpecificOutput": {"permissionDecision": "Deny"}}\'': (
+            'it printed the permissionDecision "Deny", which is none of allow, deny, ask'
+        ),
         http_command(f"http://127.0.0.1:{closed_port()}/pre", {}, []): (
             "it exited with code 1: HTTP hook: http://127.0.0.1:"
         ),

@@ -26,12 +26,20 @@ they stand for: that repository is the one checked. Any other variable the line 
 ``HOME``...) asks, but for the routine ones (:data:`_ROUTINE`: an author's name, ``LC_ALL``;
 ``GIT_PAGER=cat``, ``GIT_EDITOR=true``), and so does one whose name or value is known only
 when it runs (``read X``, ``source f``, ``env -u``), or a wrapper that moves the command
-(``env -C``, ``sudo -D``, ``chroot``). What the agent inherited otherwise (an inherited
+(``env -C``, ``sudo -D``, ``chroot``). A command run from a string or by ``find -exec``
+inherits the variables and folder of the command that runs it (``GIT_DIR=x bash -c 'git
+status'``, ``env -C DIR find . -exec git status \\;``: :attr:`~.shell.CommandPart.assignments`);
+a plain assignment counts once the line exports that name however it spells it (``builtin
+export``, ``builtin set -a``, ``bash -a -c``; ``set -k`` puts an ``A=1`` among a command's
+words in its environment: unknown); a name set twice with different values is known only
+when it runs; ``CDPATH`` makes a ``cd`` to a plain relative name unknown; a line that
+defines an ``alias`` asks whatever it runs. What the agent inherited otherwise (an inherited
 ``GIT_SSH_COMMAND``, ``GIT_CONFIG_PARAMETERS``) is the user's own, as the global configuration
 is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
 
 **Git front-ends** (:data:`GIT_FRONT_ENDS`: ``gh``, ``hub``, ``tig``, ``lazygit``, ``gitui``,
-``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``; directly or through ``npx``) run git
+``git-lfs``, ``pre-commit``, ``lefthook``, ``husky``, ``scalar``; directly or through a package
+runner, ``npx``, ``npm exec``..., :func:`_unrun`, as git itself is) run git
 in the repository of their folder on the user's behalf (``gh pr checkout`` fetches and checks
 out: the ``post-checkout`` hook, the fsmonitor and the filters run), so each is checked as a
 ``git`` running any command there (every hook counts); an option that moves it to another
@@ -61,7 +69,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -72,7 +79,7 @@ from pico3 import ConfiguredProgram, repository_programs
 
 from .git_approvals import RememberedGit
 from .guarded import path_within
-from .shell import CommandAnalysis, Variable, analyse_command
+from .shell import CommandAnalysis, Variable, analyse_command, wrapper_environment
 
 __all__ = [
     "GIT_FRONT_ENDS",
@@ -149,8 +156,11 @@ def _path(folder: str, given: str, expanded: bool) -> str | None:
     return os.path.normpath(os.path.join(folder, given))
 
 
-def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
-    """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs)."""
+def _cd(words: tuple[str | None, ...], folder: str | None, cdpath: bool = False) -> str | None:
+    """The folder after ``cd``/``pushd`` with ``words`` (``None``: known only when it runs).
+    ``cdpath``: ``CDPATH`` may be set (inherited, or assigned on the line: the shell's own
+    variable is what ``cd`` reads), so a relative folder not starting with ``.`` may be found
+    in one of its folders first (``CDPATH=/tmp; cd evil`` goes to ``/tmp/evil``)."""
     args = [w for w in words[1:] if w is None or not w.startswith("-") or w == "-"]
     if folder is None:
         return None
@@ -158,6 +168,8 @@ def _cd(words: tuple[str | None, ...], folder: str | None) -> str | None:
         return os.path.expanduser("~")
     target = args[0]
     if target is None or target == "-":
+        return None
+    if cdpath and not target.startswith(("/", ".", "~")):
         return None
     return _path(folder, target, expanded=True)
 
@@ -253,6 +265,7 @@ GIT_FRONT_ENDS: dict[str, tuple[str, ...]] = {
     "pre-commit": (),
     "lefthook": (),
     "husky": (),
+    "scalar": ("-C",),
 }
 """Programs that run git in the repository of their folder on the user's behalf, each with the
 options (prefixes) that point it at another repository: checked as a ``git`` there (module
@@ -261,14 +274,35 @@ docstring)."""
 _RUNNERS = frozenset({"npx", "bunx", "pnpx"})
 """Package runners whose first word that is no option is the program they run (``npx husky``)."""
 
+_RUNNER_COMMANDS = frozenset(
+    {("npm", "exec"), ("npm", "x"), ("pnpm", "exec"), ("pnpm", "dlx"), ("yarn", "exec"),
+     ("yarn", "dlx"), ("bun", "x")}
+)  # fmt: skip
+"""Package managers' commands that run a program the same way (``npm exec -- husky``)."""
+
+
+def _unrun(words: tuple[str | None, ...]) -> tuple[str | None, ...]:
+    """The command a package runner (:data:`_RUNNERS`, :data:`_RUNNER_COMMANDS`) runs, its
+    words as written from its name on (``npx -y git -C x status`` → ``git -C x status``);
+    ``words`` itself when it is no runner, ``()`` when it names no program."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    if name in _RUNNERS:
+        start = 1
+    elif len(words) > 1 and (name, words[1]) in _RUNNER_COMMANDS:
+        start = 2
+    else:
+        return words
+    for index in range(start, len(words)):
+        word = words[index]
+        if word is None or not word.startswith("-"):
+            return _unrun(words[index:])
+    return ()
+
 
 def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
     """The git front-end ``words`` runs (:data:`GIT_FRONT_ENDS`), and whether an option of it
     points it elsewhere (or a word is known only when it runs), or ``None``."""
     name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
-    if name in _RUNNERS:
-        rest = [w for w in words[1:] if w is None or not w.startswith("-")]
-        return _front_end(tuple(rest)) if rest else None
     moving = GIT_FRONT_ENDS.get(name)
     if moving is None:
         return None
@@ -276,27 +310,27 @@ def _front_end(words: tuple[str | None, ...]) -> tuple[str, bool] | None:
     return name, elsewhere
 
 
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
-
-
 def _commands(
     analysis: CommandAnalysis, environ: Mapping[str, str] | None = None
-) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool]]:
+) -> Iterator[tuple[tuple[str | None, ...], list[Variable], bool, bool]]:
     """Each command the line runs (a part, and the command behind each of its wrappers), with
     the variables set for it (every one the line sets, its own ``A=1`` prefix, a wrapper's
-    ``env A=1``) and whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
-    ``sudo -i``, ``chroot``)."""
+    ``env A=1``), whether a wrapper runs it in another folder (``env -C``, ``sudo -D``,
+    ``sudo -i``, ``chroot``) and whether ``xargs`` adds words to it (``echo status | xargs
+    git``: its subcommand is known only when it runs)."""
     exported = _exported(analysis, environ)
     for part in analysis.parts:
         variables = [*exported, *part.assignments]
-        elsewhere = False
+        elsewhere = part.elsewhere
         outer = part.words
-        yield outer, list(variables), elsewhere
+        yield outer, list(variables), elsewhere, False
         for inner in part.runs:
-            found, moves = _wrapper(outer[: len(outer) - len(inner)])
+            wrapper = outer[: len(outer) - len(inner)]
+            found, moves = wrapper_environment(wrapper)
             variables += found
             elsewhere = elsewhere or moves
-            yield inner, list(variables), elsewhere
+            appended = (wrapper[0] or "").rsplit("/", 1)[-1] == "xargs"
+            yield inner, list(variables), elsewhere, appended
             outer = inner
 
 
@@ -305,51 +339,49 @@ def _exported(
 ) -> list[Variable]:
     """The variables the line sets that may reach a command's environment: every exported or
     unset one, and a shell variable it only assigns (``msg=x; git commit -m "$msg"``) when
-    the environment holds that name already (``PATH=x;``, ``HOME=x;``) or the line turns on
-    ``set -a``/``set -o allexport`` (it exports every assignment)."""
+    the environment holds that name already (``PATH=x;``, ``HOME=x;``), the line exports it
+    anywhere (a loop may come back to it), or the line turns on
+    ``set -a``/``set -o allexport`` (it exports every assignment), however it runs ``set``
+    (``builtin set -a``, ``command set -a``). ``set -k``/``set -o keyword`` makes an ``A=1``
+    anywhere among a command's words part of its environment (``git status GIT_DIR=x``): the
+    variables are then known only when it runs."""
     environment = os.environ if inherited is None else inherited
-    allexport = any(
-        part.words[:1] == ("set",)
-        and any(
-            word is None or word == "allexport" or (word[:1] in "-+" and "a" in word[1:])
-            for word in part.words[1:]
-        )
+    sets = [
+        words[1:]
         for part in analysis.parts
-    )
-    return [
+        for words in (part.words, *part.runs)
+        if words[:1] == ("set",)
+    ]
+    allexport = any(_set_option(args, "a", "allexport") for args in sets)
+    keyword = any(_set_option(args, "k", "keyword") for args in sets)
+    exported = {variable.name for variable in analysis.variables if variable.exported}
+    found = [
         variable
         for variable in analysis.variables
-        if variable.exported or allexport or not variable.name or variable.name in environment
+        if variable.exported
+        or allexport
+        or not variable.name
+        or variable.name in environment
+        or variable.name in exported  # `export A=1; A=2;`: still exported
     ]
+    values: dict[str, set[str | None]] = {}
+    for variable in found:
+        values.setdefault(variable.name, set()).add(variable.value)
+    # set twice with different values (`export A=x; git status; export A=y`): which one a
+    # command sees depends on where it is, which this check does not follow
+    found = [
+        variable if len(values[variable.name]) == 1 else Variable(variable.name, None)
+        for variable in found
+    ]
+    return [*found, Variable("", None)] if keyword else found
 
 
-def _wrapper(words: tuple[str | None, ...]) -> tuple[list[Variable], bool]:
-    """The variables a wrapper's words set for the command behind it (``env A=1``,
-    ``sudo A=1``; ``env -u A``, ``env -i``: known only when it runs) and whether it moves
-    that command to another folder."""
-    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
-    found: list[Variable] = []
-    moves = name == "chroot"
-    for word in words[1:]:
-        if word is None:
-            continue
-        if _ASSIGNMENT.match(word):
-            variable, _, value = word.partition("=")
-            found.append(Variable(variable, value))
-        elif word.startswith("--"):
-            option = word[2:].partition("=")[0]
-            moves = moves or option in ("chdir", "login")
-            if name == "env" and option in ("unset", "ignore-environment"):
-                found.append(Variable("", None))
-        elif word.startswith("-"):
-            letters = word[1:]
-            if name == "env":
-                moves = moves or "C" in letters
-                if not letters or "u" in letters or "i" in letters:  # `env -`, `-u A`, `-i`
-                    found.append(Variable("", None))
-            elif name == "sudo":
-                moves = moves or "D" in letters or "i" in letters
-    return found, moves
+def _set_option(args: Sequence[str | None], letter: str, name: str) -> bool:
+    """Whether ``set`` with ``args`` may turn on the option ``-letter``/``-o name`` (a word
+    known only when it runs may)."""
+    return any(
+        word is None or word == name or (word[:1] in "-+" and letter in word[1:]) for word in args
+    )
 
 
 def git_targets(
@@ -358,17 +390,37 @@ def git_targets(
     """Every ``git`` ``command`` runs, once for each folder it may run in (see the module
     docstring), in order; ``environ`` is the environment the line starts with (this
     process's by default)."""
-    analysis = analyse_command(command)
+    return _targets(analyse_command(command), workspace, environ)
+
+
+def _targets(
+    analysis: CommandAnalysis, workspace: str, environ: Mapping[str, str] | None = None
+) -> list[GitTarget]:
+    """:func:`git_targets` of a line already analysed."""
     folders: list[str | None] = [workspace]
     found: dict[GitTarget, None] = {}
-    for words, variables, elsewhere in _commands(analysis, environ):
-        name = words[0].rsplit("/", 1)[-1] if words and words[0] is not None else None
-        if name in ("cd", "pushd"):
-            moved = _cd(words, folders[-1])
+    cdpath = "CDPATH" in (os.environ if environ is None else environ) or any(
+        variable.name in ("CDPATH", "") for variable in analysis.variables
+    )
+    for written, variables, elsewhere, appended in _commands(analysis, environ):
+        words = _unrun(written)
+        if not words:
+            continue
+        name = words[0].rsplit("/", 1)[-1] if words[0] is not None else None
+        if name is None:  # `$'git' status`, `"$GIT" status`: it may be git, anywhere
+            found[GitTarget(None, (), None)] = None
+        elif name in ("cd", "pushd"):
+            cdpath = cdpath or any(v.name in ("CDPATH", "") for v in variables)
+            moved = _cd(words, folders[-1], cdpath)
             folders.append(moved)
-        elif name == "git":
+        elif name == "git" or (name.startswith("git-") and name not in GIT_FRONT_ENDS):
+            # `git-status`, git's own programs (`/usr/lib/git-core/git-status`), are `git status`
+            args = words[1:] if name == "git" else (name.removeprefix("git-"), *words[1:])
             for folder in [None] if elsewhere else dict.fromkeys(folders):
-                found[_git(words[1:], folder, variables, environ)] = None
+                target = _git(args, folder, variables, environ)
+                if appended and target.command is None and target.folder is not None:
+                    target = replace(target, command="xargs")  # any subcommand: every hook
+                found[target] = None
         elif (front := _front_end(words)) is not None:  # `gh pr checkout`: any git there
             program, moved = front
             for folder in [None] if elsewhere or moved else dict.fromkeys(folders):
@@ -454,10 +506,17 @@ def git_check(
     if not isinstance(command, str):
         return None
     start = workspace if workspace is not None else os.getcwd()
+    analysis = analyse_command(command)
+    if analysis.aliases:
+        return GitCheck(
+            f"it defines an alias ({analysis.aliases[0]}), with which a later word may run git "
+            "in another repository or environment this check cannot follow; run it without "
+            "the alias"
+        )
     programs: list[ConfiguredProgram] = []
     repositories: dict[str, RememberedGit] = {}
     unknown = False  # something a fingerprint cannot pin down: no "always" offered
-    for target in git_targets(command, start):
+    for target in _targets(analysis, start):
         if target.command is None and target.folder is not None:
             continue  # `git --version`, `git -C x`: runs no subcommand, nothing configured
         if target.unread:

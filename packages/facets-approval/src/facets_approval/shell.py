@@ -80,7 +80,7 @@ import re
 import threading
 from collections.abc import Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -96,7 +96,13 @@ from .shell_tables import (
     git_config_writes,
 )
 
-__all__ = ["CommandAnalysis", "CommandPart", "Variable", "analyse_command"]
+__all__ = [
+    "CommandAnalysis",
+    "CommandPart",
+    "Variable",
+    "analyse_command",
+    "wrapper_environment",
+]
 
 _STRUCTURE = frozenset(
     {
@@ -175,6 +181,9 @@ _GLOB = re.compile(r"(?<!\\)[*?\[{}]")
 _ARITHMETIC_TEST = re.compile(r"^(?:\[\[.*\s-(?:eq|ne|lt|le|gt|ge|v|R)\s|\[.*\s-[vR]\s)", re.DOTALL)
 """``[[ … ]]`` operators that evaluate their operands' text (``[ … ]``/``test`` compare
 integers without evaluating, except ``-v``/``-R``, which evaluate a subscript)."""
+
+_DECLARES = frozenset({"export", "declare", "typeset", "local", "readonly", "unset"})
+"""The declaration builtins, when bash runs one as a plain command (``builtin export``)."""
 
 _ASSIGNS = frozenset({"let", "read", "mapfile", "readarray", "getopts"})
 """Builtins that evaluate arithmetic or assign a variable named by a word (``printf -v`` too):
@@ -283,7 +292,12 @@ class CommandPart:
     """The commands behind its wrappers, outermost first (``sudo -u root nice rm x`` →
     ``nice rm x``, ``rm x``): what deny and ask rules are matched against too."""
     assignments: tuple[Variable, ...] = ()
-    """The variables it sets for the command it runs (``GIT_DIR=x git status``)."""
+    """The variables it sets for the command it runs (``GIT_DIR=x git status``), and for a
+    command run from a string or by ``find -exec``, those the command that ran it set for it
+    too (``GIT_DIR=x bash -c 'git status'``, ``env GIT_DIR=x find . -exec git status \\;``)."""
+    elsewhere: bool = False
+    """Run from a string or by ``find -exec`` behind a wrapper that moves it to another folder
+    (``env -C DIR bash -c 'git status'``): the folder it runs in is not the line's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +315,10 @@ class CommandAnalysis:
     """The variables the line sets, exports or unsets for the commands after (``A=1;``,
     ``export A=1``, ``unset A``, ``read A``, ``source f``), wherever they are on the line:
     what a command's environment may differ by from the one the line started with."""
+    aliases: tuple[str, ...] = ()
+    """The ``alias NAME=…`` commands the line runs: once one is defined (with ``shopt -s
+    expand_aliases``) a later word may stand for any command line, ``git`` with another
+    environment included (``alias st='GIT_DIR=x git'``)."""
 
     @property
     def allowable(self) -> bool:
@@ -369,12 +387,35 @@ def analyse_command(command: str) -> CommandAnalysis:
         tuple(walker.writes),
         tuple(dict.fromkeys(walker.hidden)),
         tuple(dict.fromkeys(walker.variables)),
+        tuple(walker.aliases),
     )
 
 
 _DEPTH: ContextVar[int] = ContextVar("_DEPTH", default=0)
 """How deep :func:`analyse_command` is in the command strings it reads (``bash -c "eval …"``)."""
 _MAX_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What a command runs with, which a command it runs from a string (``bash -c``,
+    ``eval``) or by ``find -exec`` gets too: the ``variables`` set for it (its own prefix,
+    ``A=1 bash -c …``, and its wrappers', ``env A=1 bash -c …``) and whether a wrapper moved it
+    to another folder (``env -C DIR``)."""
+
+    variables: tuple[Variable, ...]
+    elsewhere: bool
+
+
+def _within(part: CommandPart, context: _Context | None) -> CommandPart:
+    """``part``, run by a command with ``context``: it inherits those variables and folder."""
+    if context is None or not (context.variables or context.elsewhere):
+        return part
+    return replace(
+        part,
+        assignments=(*context.variables, *part.assignments),
+        elsewhere=part.elsewhere or context.elsewhere,
+    )
 
 
 @dataclass
@@ -384,6 +425,7 @@ class _Walker:
     writes: list[str] = field(default_factory=list[str])
     hidden: list[str] = field(default_factory=list[str])
     variables: list[Variable] = field(default_factory=list[Variable])
+    aliases: list[str] = field(default_factory=list[str])
 
     def statement(self, node: Any) -> None:
         kind = node.type
@@ -502,6 +544,8 @@ class _Walker:
         text = _text(node)
         runs: list[tuple[str | None, ...]] = []
         current = tuple(words)
+        context = _Context(tuple(variables), False)  # what the command behind runs with
+        contexts = [context]
         while len(runs) < 8:
             found = behind(current)
             if found is None:
@@ -509,39 +553,47 @@ class _Walker:
             inner, strings = found
             for string in strings:
                 self.unsafe.append(f"`{current[0]}` runs a command string the rules cannot see")
-                self.string(string, text)
+                self.string(string, text, context)
             if not inner:
                 break
+            set_here, moves = wrapper_environment(current[: len(current) - len(inner)])
+            context = _Context((*context.variables, *set_here), context.elsewhere or moves)
+            contexts.append(context)
             runs.append(inner)
             current = inner
         self.parts.append(CommandPart(tuple(words), text, tuple(runs), tuple(variables)))
         if words[0] is None:
             self.unsafe.append(f"its command name is computed when it runs ({text.split()[0]})")
-        for run in (tuple(words), *runs):
-            self.examine(run, text)
+        for run, context in zip((tuple(words), *runs), contexts, strict=True):
+            self.examine(run, text, context)
         if assignments:
             self.unsafe.append(
                 f"it sets variables for `{words[0] or '?'}` ({' '.join(assignments)})"
             )
 
-    def string(self, string: str | None, text: str) -> None:
+    def string(self, string: str | None, text: str, context: _Context | None = None) -> None:
         """A command line the line runs as a string (``bash -c '…'``, ``eval``, ``env -S``):
-        its commands count as parts when it is known, else it is hidden."""
+        its commands count as parts when it is known, else it is hidden. Its commands run
+        with the ``context`` of the command that runs it (:class:`_Context`)."""
         if string is None or _DEPTH.get() >= _MAX_DEPTH:
             self.hidden.append(text)
             self.variables.append(Variable("", None))  # `eval "$X"` may set anything
             return
         inner = analyse_command(string)
-        self.parts.extend(inner.parts)
+        self.parts.extend(_within(part, context) for part in inner.parts)
         self.variables.extend(inner.variables)
+        self.aliases.extend(inner.aliases)
         self.unsafe.extend(inner.unsafe)
         self.writes.extend(inner.writes)
         self.hidden.extend(inner.hidden)
         if any("does not parse" in why for why in inner.unsafe):
             self.hidden.append(text)
 
-    def examine(self, words: tuple[str | None, ...], text: str) -> None:
-        """What one command (the part, or the command behind a wrapper) hides or writes."""
+    def examine(
+        self, words: tuple[str | None, ...], text: str, context: _Context | None = None
+    ) -> None:
+        """What one command (the part, or the command behind a wrapper) hides or writes;
+        ``context``: what it runs with, which a command it runs from a string gets too."""
         name = words[0]
         if name is None:
             return  # every rule *may* match it already (a run-time word)
@@ -551,31 +603,47 @@ class _Walker:
             self.unsafe.append(f"`{name}` runs a command the rules cannot see")
             if base == "eval":
                 known = [w for w in args if w is not None]
-                self.string(" ".join(known) if len(known) == len(args) else None, text)
+                self.string(" ".join(known) if len(known) == len(args) else None, text, context)
             elif base == "trap":
                 if args and args[0] != "-" and not (args[0] or "").startswith("-"):
-                    self.string(args[0], text)
+                    self.string(args[0], text)  # runs later, in the shell's own environment
             elif base in ("source", "."):
                 self.hidden.append(text)
                 self.variables.append(Variable("", None))  # whatever the file sets
             # exec, command, builtin: the command behind them is a `runs` entry (behind)
         elif base in _SHELLS:
-            self.shell(name, args, text)
+            self.shell(name, args, text, context)
         elif base in _ASSIGNS or (base == "printf" and args and (args[0] or "-v")[:2] == "-v"):
             self.variables += _read_names(args)
             self.unsafe.append(
                 f"`{name}` sets a shell variable (a name like `a[$(…)]` runs that command)"
             )
             self.hidden.append(text)
+        elif base in _DECLARES:
+            # `builtin export A=1`, `\export A=1`, `x=1 export A=1`: a declaration bash runs
+            # that tree-sitter reads as a plain command; what it sets is not read
+            self.variables.append(Variable("", None))
+            self.unsafe.append(f"`{name}` sets or exports shell variables, which is not analysed")
+            self.hidden.append(text)
+        elif base == "alias" and any(w is None or "=" in w for w in args):
+            self.aliases.append(text)
+            self.unsafe.append(f"`{text}` defines an alias (a later word may run anything)")
+            self.hidden.append(text)
         elif base in ("test", "[") and any(w is None or w in ("-v", "-R") for w in args):
             self.unsafe.append(f"`{name} -v` evaluates a variable name (`a[$(…)]` runs it)")
             self.hidden.append(text)
         elif base == "find":
-            self.find(words, text)
+            self.find(words, text, context)
         self.options(words, text)
 
-    def shell(self, name: str, args: tuple[str | None, ...], text: str) -> None:
-        """``bash -c STRING`` reads STRING as commands; ``bash FILE`` (or stdin) runs a script."""
+    def shell(
+        self, name: str, args: tuple[str | None, ...], text: str, context: _Context | None = None
+    ) -> None:
+        """``bash -c STRING`` reads STRING as commands; ``bash FILE`` (or stdin) runs a script.
+        An option that changes what an assignment does (``-a``/``-o allexport`` exports each
+        one; ``-k``/``-o keyword`` makes ``A=1`` anywhere among a command's words part of its
+        environment; any other ``-o``) leaves the variables its commands see known only when
+        they run."""
         string = False
         index = 0
         while index < len(args):
@@ -583,6 +651,9 @@ class _Walker:
             if word is None:
                 break
             if word in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+                value = args[index + 1] if index + 1 < len(args) else ""
+                if word in ("-o", "+o") and value in (None, "allexport", "keyword"):
+                    self.variables.append(Variable("", None))  # `-o allexport`: see above
                 index += 2
                 continue
             if word == "--" or word == "-":
@@ -590,18 +661,23 @@ class _Walker:
                 break
             if word[:1] in "-+" and len(word) > 1:
                 string = string or (not word.startswith("--") and "c" in word)
+                if not word.startswith("--") and ("a" in word or "k" in word):
+                    self.variables.append(Variable("", None))  # `bash -a -c 'GIT_DIR=x; git'`
                 index += 1
                 continue
             break
         rest = args[index:]
         if string:
             self.unsafe.append(f"`{name} -c` runs a command string the rules cannot see")
-            self.string(rest[0] if rest else None, text)
+            self.string(rest[0] if rest else None, text, context)
         elif rest or not any(w in ("--version", "--help") for w in args):
             self.hidden.append(text)  # a script, or commands read from its input
 
-    def find(self, words: tuple[str | None, ...], text: str) -> None:
-        """``find -exec CMD ;`` runs CMD (a part); ``-delete`` deletes, ``-fprint`` writes."""
+    def find(
+        self, words: tuple[str | None, ...], text: str, context: _Context | None = None
+    ) -> None:
+        """``find -exec CMD ;`` runs CMD (a part, with find's own ``context``); ``-delete``
+        deletes, ``-fprint`` writes."""
         index = 1
         while index < len(words):
             word = words[index]
@@ -616,7 +692,7 @@ class _Walker:
                 while end < len(words) and words[end] not in (";", "+"):
                     end += 1
                 if end > index:
-                    self.parts.append(CommandPart(words[index:end], text))
+                    self.parts.append(_within(CommandPart(words[index:end], text), context))
                     self.examine(words[index:end], text)
                 else:
                     self.hidden.append(text)
@@ -844,6 +920,38 @@ def _exports(node: Any) -> bool:
     if word in ("unset", "export"):
         return True
     return bool(re.search(r"(?:^|\s)[-+][A-Za-z]*x", text))
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=", re.DOTALL)
+
+
+def wrapper_environment(words: tuple[str | None, ...]) -> tuple[list[Variable], bool]:
+    """The variables a wrapper's words set for the command behind it (``env A=1``,
+    ``sudo A=1``; ``env -u A``, ``env -i``: known only when it runs) and whether it moves
+    that command to another folder."""
+    name = (words[0] or "").rsplit("/", 1)[-1] if words else ""
+    found: list[Variable] = []
+    moves = name == "chroot"
+    for word in words[1:]:
+        if word is None:
+            continue
+        if _ASSIGNMENT.match(word):
+            variable, _, value = word.partition("=")
+            found.append(Variable(variable, value))
+        elif word.startswith("--"):
+            option = word[2:].partition("=")[0]
+            moves = moves or option in ("chdir", "login")
+            if name == "env" and option in ("unset", "ignore-environment"):
+                found.append(Variable("", None))
+        elif word.startswith("-"):
+            letters = word[1:]
+            if name == "env":
+                moves = moves or "C" in letters
+                if not letters or "u" in letters or "i" in letters:  # `env -`, `-u A`, `-i`
+                    found.append(Variable("", None))
+            elif name == "sudo":
+                moves = moves or "D" in letters or "i" in letters
+    return found, moves
 
 
 def _read_names(args: Sequence[str | None]) -> list[Variable]:

@@ -107,6 +107,7 @@ WRAPPERS: dict[str, Wrapper] = {
     "unbuffer": Wrapper(),
     "chrt": Wrapper("TPD", operands=1, never="p"),
     "caffeinate": Wrapper("tw"),
+    "coproc": Wrapper(),
 }
 """Commands that run the command after their own options: deny and ask rules see through them
 (``CommandPart.runs``), option by option, so ``sudo -u root rm`` is ``rm``."""

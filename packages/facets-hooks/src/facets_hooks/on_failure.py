@@ -12,7 +12,9 @@ hook and the failure. This module owns that rule:
   found, 126: not executable; an HTTP hook's program exits 1 when the server cannot be reached
   or answers a non-2xx status), or it exited 0 with stdout that opens a JSON object and is not
   one (a guard that meant to print a decision and printed broken JSON; plain text is not a
-  failure, as in Claude Code, where it is only context or nothing);
+  failure, as in Claude Code, where it is only context or nothing), or a JSON object whose
+  ``hookSpecificOutput.permissionDecision`` is none of ``allow``, ``deny``, ``ask`` (``"Deny"``:
+  a guard's verdict misspelled, which would otherwise read as no verdict and let the call on);
 * :func:`apply_on_failure` turns a failed run of a ``block`` hook into the run of a hook that
   exited 2 with the reason on stderr, so every event's own rule for exit 2 applies unchanged
   (:mod:`.verdicts`, :mod:`.permission`): ``PreToolUse`` blocks the call (the model reads the
@@ -29,6 +31,7 @@ meant to change the default, and the only change there is is failing closed, so 
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from .protocol import HookRun
@@ -43,6 +46,9 @@ BLOCK = "block"
 ON_FAILURE_TYPES = frozenset({"command", "http", "mcp_tool"})
 """The hook types ``onFailure`` applies to, as in Claude Code (a ``prompt`` or ``agent`` hook's
 error gives no verdict, never a pass: see :mod:`.prompt_hooks`)."""
+
+_DECISIONS = ("allow", "deny", "ask")
+"""The values of a ``PreToolUse`` hook's ``hookSpecificOutput.permissionDecision``."""
 
 _EXIT_MEANINGS = {126: "its program is not executable", 127: "its program was not found"}
 
@@ -61,6 +67,14 @@ def failure_of(run: HookRun, timeout: float) -> str:
         return f"{said}: {detail}" if detail else f"{said}, with no output on stderr"
     if run.exit_code == 0 and run.stdout.strip().startswith("{") and run.output is None:
         return "it printed invalid JSON on stdout (a JSON object was expected)"
+    specific = (run.output or {}).get("hookSpecificOutput")
+    if isinstance(specific, dict) and "permissionDecision" in specific:
+        decision: object = specific["permissionDecision"]  # pyright: ignore[reportUnknownVariableType]
+        if decision not in _DECISIONS:  # `"Deny"`, `"block"`: a verdict misspelled is no pass
+            return (
+                f"it printed the permissionDecision {json.dumps(decision)}, which is none of "
+                f"{', '.join(_DECISIONS)}"
+            )
     return ""
 
 
