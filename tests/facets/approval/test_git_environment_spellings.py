@@ -105,7 +105,6 @@ FORMS: dict[str, Callable[[Path, Path], str]] = {
     "exported twice": lambda root, repo: (
         f"export GIT_DIR={armed(root)}; git status; export GIT_DIR={repo}/.git"
     ),
-    "dollar-quoted git": lambda root, repo: f"cd {Path(armed(root)).parent}; $'git' status",
     "git's own program": lambda root, repo: (
         f"cd {Path(armed(root)).parent}; {exec_path()}/git-status"
     ),
@@ -148,6 +147,8 @@ def test_everyday_lines_still_ask_nothing(tmp_path: Path) -> None:
         "export GIT_DIR=.git; git status; export GIT_DIR=.git",
         'msg=x; git commit --allow-empty -m "$msg"',
         "cd src && git status",
+        '"$PYTHON" -m pytest; git status',  # a command named when it runs: no rule allows it,
+        # and auto mode lets the model name any program
     ):
         assert git_check(command, str(repo), None) is None, command
     evil = Path(armed(tmp_path)).parent

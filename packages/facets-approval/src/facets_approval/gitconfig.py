@@ -407,9 +407,12 @@ def _targets(
         if not words:
             continue
         name = words[0].rsplit("/", 1)[-1] if words[0] is not None else None
-        if name is None:  # `$'git' status`, `"$GIT" status`: it may be git, anywhere
-            found[GitTarget(None, (), None)] = None
-        elif name in ("cd", "pushd"):
+        if name is None:
+            # `"$PYTHON" -m pytest`: no rule allows a command named only when it runs, so it
+            # asks in every mode but auto, where the model may run any program by name anyway;
+            # not counted as a git (a deliberate `$'git' status` is such a program)
+            continue
+        if name in ("cd", "pushd"):
             cdpath = cdpath or any(v.name in ("CDPATH", "") for v in variables)
             moved = _cd(words, folders[-1], cdpath)
             folders.append(moved)
