@@ -157,5 +157,6 @@ def test_everyday_lines_still_ask_nothing(tmp_path: Path) -> None:
         assert check is not None and "core.fsmonitor" in check.reason, command
     check = git_check(f"npx tig -C {evil}", str(repo), None)  # its -C was read as a program
     assert check is not None and "known only when it runs" in check.reason
-    check = git_check("alias st='git status'", str(repo), None)
+    assert git_check("alias ll='ls -la'; ll", str(repo), None) is None  # bash -c expands none
+    check = git_check("shopt -s expand_aliases; alias st='git status'", str(repo), None)
     assert check is not None and "alias" in check.reason

@@ -33,7 +33,8 @@ a plain assignment counts once the line exports that name however it spells it (
 export``, ``builtin set -a``, ``bash -a -c``; ``set -k`` puts an ``A=1`` among a command's
 words in its environment: unknown); a name set twice with different values is known only
 when it runs; ``CDPATH`` makes a ``cd`` to a plain relative name unknown; a line that
-defines an ``alias`` asks whatever it runs. What the agent inherited otherwise (an inherited
+defines an ``alias`` and turns on ``shopt -s expand_aliases`` (``bash -c`` expands none without
+it) asks whatever it runs. What the agent inherited otherwise (an inherited
 ``GIT_SSH_COMMAND``, ``GIT_CONFIG_PARAMETERS``) is the user's own, as the global configuration
 is; an inherited ``GIT_COMMON_DIR``, which moves the configuration read, asks.
 
@@ -384,6 +385,16 @@ def _set_option(args: Sequence[str | None], letter: str, name: str) -> bool:
     )
 
 
+def _expands_aliases(analysis: CommandAnalysis) -> bool:
+    """Whether the line may turn on ``shopt -s expand_aliases`` (however it spells ``shopt``:
+    ``builtin shopt``), without which ``bash -c`` expands no alias it defines."""
+    return any(
+        words[:1] == ("shopt",) and any(w is None or w == "expand_aliases" for w in words[1:])
+        for part in analysis.parts
+        for words in (part.words, *part.runs)
+    )
+
+
 def git_targets(
     command: str, workspace: str, environ: Mapping[str, str] | None = None
 ) -> list[GitTarget]:
@@ -510,7 +521,7 @@ def git_check(
         return None
     start = workspace if workspace is not None else os.getcwd()
     analysis = analyse_command(command)
-    if analysis.aliases:
+    if analysis.aliases and _expands_aliases(analysis):
         return GitCheck(
             f"it defines an alias ({analysis.aliases[0]}), with which a later word may run git "
             "in another repository or environment this check cannot follow; run it without "
