@@ -42,6 +42,7 @@ from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, inert, with_cancel
 from chord.textual import DialogScreen, TextualTui, register_commands, run_app_with_facets
+from coding_agent.context.unknown_commands import unknown_command_message
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
@@ -633,10 +634,7 @@ class CodingAgentApp(App[None]):
         command of that name is registered, say so and put the text back in the editor."""
         name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
         if name not in self.tui.commands:
-            self.notify(
-                f"Unknown command /{name} — type // to send text starting with /",
-                severity="warning",
-            )
+            self.notify(unknown_command_message(name, self.tui.commands), severity="warning")
             self.editor.restore(text)
             return None
         return self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
