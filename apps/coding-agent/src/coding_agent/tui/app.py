@@ -567,6 +567,12 @@ class CodingAgentApp(App[None]):
         self.editor.follow_up_newline = not busy
         self.editor.border_subtitle = " · ".join(self.key_hints(busy))
 
+    def key_hint(self, action: str) -> str | None:
+        """The key a hint names for ``action`` (a :data:`~coding_agent.tui.keybindings.ACTIONS`
+        name): its first binding that can arrive here, ``None`` when none can (a widget's hint,
+        such as a folded tool output's ``ctrl+o expands``, then names no key)."""
+        return self._hint_key(action)
+
     def _hint_key(self, *actions: str) -> str | None:
         """The first key of ``actions`` (in order) that is bound and can arrive here."""
         for action in actions:
