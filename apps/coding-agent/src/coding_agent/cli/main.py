@@ -944,8 +944,13 @@ def _print_config(cwd: Path) -> int:
         lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
                       origin))  # fmt: skip
 
-    files = ", ".join(str(path) for path in [*config.pi_files, *config.files]) or "none"
-    print(f"# files read: {files}")
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.permissions import PermissionFiles
+
+    rule_files = PermissionFiles(cwd)
+    permissions = rule_files.load()  # the rules' grammar is checked by the session
+    read = [*config.pi_files, *config.files, *rule_files.claude_files]
+    print(f"# files read: {', '.join(str(path) for path in read) or 'none'}")
     if config.user_file is not None and not config.user_file.exists():
         print(f"# (no {config.user_file}: create it to configure the agent)")
     if config.skipped is not None:
@@ -964,10 +969,6 @@ def _print_config(cwd: Path) -> int:
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
     show("theme", config.theme or "dark", config.origin.get("theme", "default"))
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.permissions import PermissionFiles
-
-    rule_files = PermissionFiles(cwd)
     claude = rule_files.claude_mode(config.permission_mode)
     show(
         "permission_mode",
@@ -1033,7 +1034,6 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
-    permissions = rule_files.load()  # the rules' grammar is checked by the session
     for rule in permissions["rules"]:
         show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
     plugin_problems = _show_plugins(cwd, show)
