@@ -53,8 +53,8 @@ from chord.textual import (
 )
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import branch_number
-from coding_agent.settings.model_config import claude_code_model
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
+from coding_agent.settings.model_config import claude_code_model
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
 from pico3 import AssistantEntry, UsageEntry, View, view_from_json
