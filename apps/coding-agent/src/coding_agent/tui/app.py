@@ -960,10 +960,20 @@ class CodingAgentApp(App[None]):
     def help_text(self) -> str:
         """What ``/help`` shows: the commands, then the keys as they are bound now (keys this
         terminal cannot deliver are left out)."""
-        lines = [
-            f"{c.usage or '/' + c.name} — {c.help or c.description}"
-            for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
-        ]
+        rows: dict[tuple[str, str], list[str]] = {}  # (help, last part) -> [usage, other names]
+        for c in sorted(self.tui.commands.values(), key=lambda c: c.name):
+            text = c.help or c.description
+            # one thing under several names (a skill's /NAME and /skill:NAME: the same last
+            # part and help) is one line, naming the others, as the palette shows it once
+            key = (text, c.name.rsplit(":", 1)[-1]) if text else ("", c.name)
+            if key in rows:
+                rows[key].append(f"/{c.name}")
+            else:
+                rows[key] = [c.usage or "/" + c.name]
+        lines: list[str] = []
+        for (text, _last), (usage, *others) in rows.items():
+            also = f" (also {', '.join(others)})" if others else ""
+            lines.append(f"{usage}{also} — {text}")
         bound = self.keybindings
         shown: list[str] = []
         for name, action in ACTIONS.items():
