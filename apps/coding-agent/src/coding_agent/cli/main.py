@@ -618,7 +618,10 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         if session is not None:
             check_writable(session)
             return _forked(args, session)
-        print(f"coding-agent: no session of {cwd} to continue: starting a new one", file=sys.stderr)
+        note = f"no session of {cwd} to continue: starting a new one"
+        print(f"coding-agent: {note}", file=sys.stderr)
+        # the TUI covers stderr at once: it says so itself (_run_tui), as Claude Code does
+        args.start_notes = [*getattr(args, "start_notes", []), note[0].upper() + note[1:]]
     elif args.resume is not None:
         if args.resume:
             session = open_session(args.resume)
@@ -673,11 +676,17 @@ async def _run_tui(
     # the TUI takes typing at once and sends what was typed as soon as the worker serves.
     await supervisor.launch()
     from coding_agent.settings.secret_env import hide_secrets_from_proc
-    from coding_agent.tui.main import run_client
+    from coding_agent.tui.main import ClientRun, run_client
 
     # The worker's commands may read /proc/<this pid>/environ (the worker has its own copy of
     # the environment: this blanks only this process's, before any command can run).
     hide_secrets_from_proc(session.cwd)
+
+    notes: list[str] = list(getattr(args, "start_notes", []))  # _choose_session's
+
+    def say_notes(run: ClientRun) -> None:
+        for note in notes:  # what the command line said on stderr, under the TUI's screen
+            run.app.notify(note, severity="warning", timeout=10)
 
     try:
         run = await run_client(
@@ -687,6 +696,7 @@ async def _run_tui(
             model=args.model,
             models=args.models,
             dev=session.settings.dev,
+            on_start=say_notes if notes else None,
             on_painted=start_up_done,  # the collector's start-up pause ends here
         )
     except WorkerStartError as error:
