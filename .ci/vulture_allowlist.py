@@ -39,6 +39,8 @@ _.on_paste
 _.on_click
 _.on_tree_node_expanded
 _.on_tree_node_selected
+_.on_collapsible_collapsed  # a tool card retitles its output (widgets/tools.py)
+_.on_collapsible_expanded
 _.on_mode_label_changed  # facets_approval.tui: the label's Changed message
 _.action_abort
 _.action_answer

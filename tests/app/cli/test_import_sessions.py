@@ -423,3 +423,23 @@ def test_what_a_hostile_file_says_reaches_the_terminal_inert(
     assert "hi \\x1b]52;c;cm0gLXJmIH4=\\x07there" in done[1].stdout
     assert "name \\x1b[8mconcealed" in done[2].stdout
     assert "Claude Code 9\\x1b]0;retitled\\x07," in done[3].stderr
+
+
+@pytest.mark.parametrize(
+    ("fixture", "shown"),
+    [
+        ("claude_tools.jsonl", "The checkout test is flaky, see the screenshot."),
+        ("claude_slash_command.jsonl", "/review cart.py"),
+    ],
+)
+def test_sessions_lists_an_import_by_what_the_user_typed_there(
+    project: Path, env: dict[str, str], fixture: str, shown: str
+) -> None:
+    """``coding-agent sessions`` (and the /resume picker, from the same index) shows an
+    imported session's first prompt as ``import --list`` did: what the user typed, never the
+    caveat Claude Code put before it unseen, nor a slash command's ``<command-name>`` tags."""
+    session_id = imported(project, env, str(FIXTURES / fixture), "--cwd", str(project))
+    done = run(["sessions", "--json"], project, env)
+    assert done.returncode == 0, done.stderr
+    [listed] = [s for s in json.loads(done.stdout) if s["id"] == session_id]
+    assert listed["firstPrompt"] == shown, listed

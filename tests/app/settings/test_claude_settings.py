@@ -256,3 +256,19 @@ async def test_a_projects_plan_mode_tightens_and_its_accept_edits_does_not_loose
     config = (await anyio.run_process([str(BINARY), "config"], env=agent_env, cwd=project)).stdout
     assert f"# {settings} (permissions.defaultMode)" in config.decode()
     assert "permission_mode = plan" in config.decode()
+
+
+@pytest.mark.anyio
+async def test_config_names_the_claude_code_settings_it_read_among_the_files_read(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """A Claude Code user's first ``coding-agent config``: its rules are listed from
+    ~/.claude/settings.json, so its first line says that file was read, not ``none``."""
+    mine = write_json(
+        Path(agent_env["CLAUDE_CONFIG_DIR"]) / "settings.json",
+        {"permissions": {"allow": ["Bash(git status)"]}, "model": "opus"},
+    )
+    result = await anyio.run_process([str(BINARY), "config"], env=agent_env, cwd=project)
+    lines = result.stdout.decode().splitlines()
+    assert lines[0] == f"# files read: {mine}", lines[:3]
+    assert any(line.startswith("permissions.allow = Bash(git status)") for line in lines)

@@ -224,3 +224,26 @@ async def test_sandbox_shows_its_policy_on_a_scrollable_screen_not_a_toast(
             next(iter(app._notifications)).message
         )
         assert not isinstance(app.screen, TextScreen), "a one-line warning stays a toast"
+
+
+async def test_help_lists_a_skill_under_its_two_names_once(conversation, docs) -> None:
+    """A Claude Code user's skills run as ``/NAME`` and ``/skill:NAME``: ``/help`` lists each
+    once (its long description too), naming the other name, as the palette shows it once; a
+    command that only shares a last part keeps its own line."""
+
+    async def run(args: str, ctx: Context) -> None:
+        del args, ctx
+
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)):
+        await app.wait_rendered()
+        about = "Debug complex issues using competing hypotheses"
+        app.tui.register_command("parallel-debugging", about, run)
+        app.tui.register_command("skill:parallel-debugging", about, run)
+        app.tui.register_command("team:parallel-debugging", "Something else", run)
+        help_lines = app.help_text().splitlines()
+        assert [line for line in help_lines if about in line] == [
+            f"/parallel-debugging (also /skill:parallel-debugging) — {about}"
+        ]
+        assert "/team:parallel-debugging — Something else" in help_lines
+        assert "/quit — Leave the app (the session keeps running)" in help_lines

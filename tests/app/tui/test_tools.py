@@ -282,3 +282,32 @@ async def test_an_aborted_call_keeps_the_partial_output_it_showed(conversation, 
         assert card is not None
         assert card.result_text.startswith("Tool call aborted.")
         assert "Output before it stopped:\ncompiling a.c\ncompiling b.c" in card.result_text
+
+
+async def test_folded_output_names_the_key_that_expands_it(conversation, docs) -> None:
+    """Long output starts folded, showing none of its lines: its title says how to open it
+    (the bound key, as Claude Code's ``ctrl+o to expand``), and says nothing of it once open."""
+    long_output = "\n".join(f"line {i}" for i in range(40))
+    short = {"type": "toolCall", "id": "s", "name": "read", "arguments": {"path": "b.txt"}}
+    call = {"type": "toolCall", "id": "c", "name": "read", "arguments": {"path": "a.txt"}}
+    conversation.change(
+        lambda doc: doc["entries"].extend(
+            [
+                docs.assistant_entry(1, docs.assistant_message(short, call, stop="toolUse")),
+                docs.tool_result_entry(2, "s", "read", "one\ntwo"),
+                docs.tool_result_entry(3, "c", "read", long_output),
+            ]
+        )
+    )
+    app = CodingAgentApp(conversation)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.wait_rendered()
+        card, shown = app.transcript.card("c"), app.transcript.card("s")
+        assert card is not None and shown is not None
+        box: Any = card.query_one(".tool-output-box")
+        assert box.collapsed and str(box.title) == "Output · 40 line(s) · ctrl+o expands"
+        assert str(shown.query_one(".tool-output-box").title) == "Output · 2 line(s)"  # type: ignore[attr-defined]
+        await pilot.press("ctrl+o")
+        await docs.until(pilot, lambda: str(box.title) == "Output · 40 line(s)")
+        await pilot.press("ctrl+o")
+        await docs.until(pilot, lambda: str(box.title) == "Output · 40 line(s) · ctrl+o expands")

@@ -205,8 +205,12 @@ async def test_claude_settings_not_read_are_one_notice_and_safety_notes_their_ow
             async with anyio.create_task_group() as group:
                 group.start_soon(tui.commands["permissions"], "", BACKGROUND)
                 await tui.next_dialog()
+                body = tui.bodies[0]
+                problems, _, unread = body.partition("Settings not used here")
+                assert problems.startswith("Problems (these rules do not apply):\n"), body
+                assert "`sandbox.enabled`" in problems and "Bash(rm -rf" in problems
                 for key in ("statusLine", "env", "model", "alwaysThinkingEnabled"):
-                    assert f"• {settings}: `{key}`: " in tui.bodies[0]  # every full line
+                    assert f"• {settings}: `{key}`: " in unread  # every full line, not a rule's
                 group.cancel_scope.cancel()  # Escape
             assert len(tui.notices) == 3
 

@@ -135,9 +135,20 @@ def repository_choices(repositories: list[Any]) -> list[Choice]:
 
 
 def _problems_text(problems: list[str]) -> str:
-    if not problems:
-        return ""
-    return "Problems (these rules do not apply):\n" + "\n".join(f"• {p}" for p in problems)
+    """``/permissions``' text above the rules: the problems of rules (an invalid one, a file
+    that cannot be read, a safety setting not honoured), then, apart, the Claude Code settings
+    this agent does not read (``model``, ``statusLine``…: no rule, so not a rule's problem)."""
+    unread = [p for p in problems if _foldable(p) is not None]
+    other = [p for p in problems if p not in unread]
+    parts: list[str] = []
+    if other:
+        parts.append("Problems (these rules do not apply):\n" + "\n".join(f"• {p}" for p in other))
+    if unread:
+        parts.append(
+            "Settings not used here (no permission rule; what to do instead):\n"
+            + "\n".join(f"• {p}" for p in unread)
+        )
+    return "\n\n".join(parts)
 
 
 def scope_choices(scopes: list[RuleScope]) -> list[Choice]:
@@ -391,9 +402,15 @@ def _home_short(path: str) -> str:
 def problem_notices(problems: list[str]) -> list[str]:
     """The notices for ``problems`` that arrived together: the notes about Claude Code settings
     not read folded into one (a count, the files, the keys) when there are two or more; every
-    other problem, and a lone note, is a notice of its own (``Permission rules: …``)."""
+    other problem is a notice of its own (``Permission rules: …``), and a lone note is one
+    that says what it is (``Not used here: ~/.claude/settings.json: `model`: …``): a setting
+    that is no permission rule is not called one."""
     folded = [(p, m) for p in problems if (m := _foldable(p)) is not None]
-    if len(folded) < 2:
+    if len(folded) == 1:  # not a permission rule: the setting, where it is, what to do instead
+        [(lone, found)] = folded
+        note = f"Not used here: {_home_short(found['file'])}{lone[len(found['file']) :]}"
+        return [note if p == lone else f"Permission rules: {p}" for p in problems]
+    if not folded:
         return [f"Permission rules: {p}" for p in problems]
     files = list(dict.fromkeys(_home_short(m["file"]) for _p, m in folded))
     keys = [m["key"] for _p, m in folded]

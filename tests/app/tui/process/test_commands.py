@@ -56,6 +56,12 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         await kit.wait_for(
             pilot, lambda: any("not provider/id" in m for _, m in kit.toasts(app)), "the error"
         )
+        # Claude Code's alias (its /model sonnet): refused, naming the ref it means here
+        await pilot.press(*"/model sonnet", "enter")
+        await kit.wait_for(
+            pilot, lambda: any("'sonnet' is not" in m for _, m in kit.toasts(app)), "the alias"
+        )
+        seen["alias"] = next(m for _, m in kit.toasts(app) if "'sonnet' is not" in m)
         # a model the worker does not list (issue 38): refused, naming it and the known ones
         await pilot.press(*"/model faux/nope", "enter")
         await kit.wait_for(
@@ -84,6 +90,10 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
     assert seen["options"][:2] == ["faux/faux-big  (current)", "faux/faux-1"]
     assert "anthropic/…  (not available: set ANTHROPIC_API_KEY)" in seen["options"]
     assert "available are faux/faux-big, faux/faux-1." in seen["unknown"]
+    assert seen["alias"].endswith(
+        "model 'sonnet' is not provider/id; for Claude Code's 'sonnet': "
+        "/model anthropic/claude-sonnet-4-6"
+    ), seen["alias"]
     assert seen["kept"] == {"provider": "faux", "modelId": "faux-1"}
     assert seen["footer"].startswith("faux/faux-1 ")
     assert "ctx 0%" in seen["footer"]  # faux-1's 200,000-token window is known: % is shown

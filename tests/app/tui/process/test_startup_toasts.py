@@ -3,7 +3,8 @@
 * The settings of ``~/.claude/settings.json`` this agent does not read are ONE toast: how many,
   which keys, where the reasons are (``/permissions``, ``coding-agent config``).
 * The ``sandbox`` note (bash is not sandboxed here) stays a toast of its own.
-* A lone such setting is still its own toast, with its whole line.
+* A lone such setting is still its own toast, with its whole line, saying it is not used here
+  (not calling it a permission rule: ``model`` is none).
 * Several warnings about pi's setup (``~/.pi/agent``) are one toast pointing at
   ``coding-agent config``; a key file others may read stays its own.
 """
@@ -80,7 +81,7 @@ async def test_a_lone_setting_not_read_is_its_own_toast_as_before(
     path = _settings(agent_env, {"statusLine": {"type": "command", "command": "x"}})
     toasts = await _warnings_at_start(kit, session, agent_env, tmp_path, "statusLine")
     assert toasts == [
-        f"Permission rules: {path}: `statusLine`: this agent does not run a status line "
+        f"Not used here: {path}: `statusLine`: this agent does not run a status line "
         "command; its footer shows the model, the context used and the cost"
     ]
 

@@ -46,6 +46,7 @@ from coding_agent.context.prompt_templates import (
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import Skill, discover_skills, invoke_skill
+from coding_agent.context.unknown_commands import close_names
 
 __all__ = [
     "CheckCommand",
@@ -70,9 +71,7 @@ class UnknownCommand(Exception):
 
 
 def _unknown(head: str, names: list[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(head, names, n=3, cutoff=0.5)
+    close = close_names(head, names)
     hint = f"; did you mean {', '.join(f'/{n}' for n in close)}?" if close else ""
     return (
         f"unknown command /{head}{hint} (-p expands prompt templates and skills; "

@@ -641,7 +641,10 @@ def _choose_session(args: argparse.Namespace, cwd: Path) -> tuple[Session, bool]
         if session is not None:
             check_writable(session)
             return _forked(args, session)
-        print(f"coding-agent: no session of {cwd} to continue: starting a new one", file=sys.stderr)
+        note = f"no session of {cwd} to continue: starting a new one"
+        print(f"coding-agent: {note}", file=sys.stderr)
+        # the TUI covers stderr at once: it says so itself (_run_tui), as Claude Code does
+        args.start_notes = [*getattr(args, "start_notes", []), note[0].upper() + note[1:]]
     elif args.resume is not None:
         if args.resume:
             session = open_session(args.resume)
@@ -696,11 +699,17 @@ async def _run_tui(
     # the TUI takes typing at once and sends what was typed as soon as the worker serves.
     await supervisor.launch()
     from coding_agent.settings.secret_env import hide_secrets_from_proc
-    from coding_agent.tui.main import run_client
+    from coding_agent.tui.main import ClientRun, run_client
 
     # The worker's commands may read /proc/<this pid>/environ (the worker has its own copy of
     # the environment: this blanks only this process's, before any command can run).
     hide_secrets_from_proc(session.cwd)
+
+    notes: list[str] = list(getattr(args, "start_notes", []))  # _choose_session's
+
+    def say_notes(run: ClientRun) -> None:
+        for note in notes:  # what the command line said on stderr, under the TUI's screen
+            run.app.notify(note, severity="warning", timeout=10)
 
     try:
         run = await run_client(
@@ -710,6 +719,7 @@ async def _run_tui(
             model=args.model,
             models=args.models,
             dev=session.settings.dev,
+            on_start=say_notes if notes else None,
             on_painted=start_up_done,  # the collector's start-up pause ends here
         )
     except WorkerStartError as error:
@@ -958,8 +968,13 @@ def _print_config(cwd: Path) -> int:
         lines.append((f"{key} = {value!r}" if not isinstance(value, str) else f"{key} = {value}",
                       origin))  # fmt: skip
 
-    files = ", ".join(str(path) for path in [*config.pi_files, *config.files]) or "none"
-    print(f"# files read: {files}")
+    # lazy: start-up time (the command line imports only what the chosen command runs)
+    from coding_agent.settings.permissions import PermissionFiles
+
+    rule_files = PermissionFiles(cwd)
+    permissions = rule_files.load()  # the rules' grammar is checked by the session
+    read = [*config.pi_files, *config.files, *rule_files.claude_files]
+    print(f"# files read: {', '.join(str(path) for path in read) or 'none'}")
     if config.user_file is not None and not config.user_file.exists():
         print(f"# (no {config.user_file}: create it to configure the agent)")
     if config.skipped is not None:
@@ -978,10 +993,6 @@ def _print_config(cwd: Path) -> int:
     show("model", model, origin)
     show("thinking", config.thinking or "off", config.origin.get("thinking", "default"))
     show("theme", config.theme or "dark", config.origin.get("theme", "default"))
-    # lazy: start-up time (the command line imports only what the chosen command runs)
-    from coding_agent.settings.permissions import PermissionFiles
-
-    rule_files = PermissionFiles(cwd)
     claude = rule_files.claude_mode(config.permission_mode)
     show(
         "permission_mode",
@@ -1047,7 +1058,6 @@ def _print_config(cwd: Path) -> int:
             f"{key}={value}" for key, value in model_entry.items() if key not in ("provider", "id")
         )
         show(f"models.{ref}", details or "(defaults)", config.origin.get(f"models.{ref}", "?"))
-    permissions = rule_files.load()  # the rules' grammar is checked by the session
     for rule in permissions["rules"]:
         show(f"permissions.{rule['kind']}", rule["rule"], rule["source"])
     plugin_problems = _show_plugins(cwd, show)

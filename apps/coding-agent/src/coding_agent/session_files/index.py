@@ -132,7 +132,9 @@ def _prompt_text(content: Any) -> str | None:
 
 def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
     """The session's first user prompt on one line, cut to ``width``; ``None`` if there is none
-    (yet) within the head of its storage file, or the file cannot be read."""
+    (yet) within the head of its storage file, or the file cannot be read. Of an imported
+    session, the first thing the user typed there: a slash command as typed (``data.typed``),
+    never the text Claude Code added unseen (``data.meta``: a local command's caveat)."""
     try:
         with open(open_regular(session.storage_dir / "main.jsonl"), "rb") as file:
             head = file.read(_PROMPT_SCAN_BYTES)
@@ -145,12 +147,23 @@ def first_prompt(session: Session, *, width: int = _PROMPT_WIDTH) -> str | None:
         entry = write.get("entry")
         if not isinstance(entry, dict) or entry.get("kind") != "pi.user":
             continue
+        data = entry.get("data")
+        data = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+        typed = data.get("typed")
+        if isinstance(typed, str) and typed.strip():  # an imported slash command, as typed
+            return _one_line(typed, width)
+        if data.get("meta"):  # imported text the user did not type (a local command's caveat)
+            continue
         for message in entry.get("model") or []:
             text = _prompt_text(message.get("content")) if isinstance(message, dict) else None
             if text and text.strip():
-                flat = " ".join(text.split())
-                return flat if len(flat) <= width else flat[: width - 1] + "…"
+                return _one_line(text, width)
     return None
+
+
+def _one_line(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def describe(session: Session) -> dict[str, Any]:

@@ -71,6 +71,7 @@ __all__ = [
     "RegistryError",
     "ToolCalling",
     "UnknownModel",
+    "claude_code_model",
     "custom_preset",
     "custom_providers",
     "key_env",
@@ -265,13 +266,21 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         )
 
 
+def claude_code_model(ref: str) -> str | None:
+    """The ``anthropic/…`` ref Claude Code means by ``ref`` when it is one of its names
+    (``sonnet``, ``opus``, a bare ``claude-…`` id), else ``None``: ``--model`` and the TUI's
+    ``/model`` name it when refusing a ref that is not ``provider/id``."""
+    meant = ANTHROPIC_ALIASES.get(ref) or (ref if ref.startswith("claude-") else None)
+    return f"anthropic/{meant}" if meant else None
+
+
 def parse_model_ref(ref: str) -> tuple[str, str]:
     """Split ``provider/id`` at the first ``/``; both parts must be non-empty (Claude Code's
     ``sonnet`` or a bare ``claude-…`` id is refused with the ``anthropic/…`` it means)."""
     provider, sep, model_id = ref.partition("/")
     if not sep or not provider or not model_id:
-        meant = ANTHROPIC_ALIASES.get(ref) or (ref if ref.startswith("claude-") else None)
-        hint = f"; for Claude Code's {ref!r}: anthropic/{meant}" if meant else ""
+        meant = claude_code_model(ref)
+        hint = f"; for Claude Code's {ref!r}: {meant}" if meant else ""
         raise RegistryError(
             f"--model must look like provider/model-id (e.g. anthropic/claude-sonnet-4-6), "
             f"got {ref!r}{hint}"

@@ -148,6 +148,13 @@ class PermissionFiles:
         self._cwd = Path(cwd)
         self._claude: list[tuple[Path, dict[str, Any]]] = []
 
+    @property
+    def claude_files(self) -> list[Path]:
+        """The Claude Code settings files the last :meth:`load` read, in order
+        (``~/.claude/settings.json``, a trusted project's ``.claude/settings*.json``, this
+        run's ``--settings`` file); ``coding-agent config`` names them among the files read."""
+        return list(dict.fromkeys(path for path, _data in self._claude))
+
     def set_run_rules(self, rules: Sequence[Mapping[str, str]]) -> None:
         """This run's ``--allowedTools`` / ``--disallowedTools`` rules (source ``command line``,
         :meth:`~coding_agent.settings.run_options.RunOptions.rules`), once the approval feature

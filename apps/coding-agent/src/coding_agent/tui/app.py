@@ -42,6 +42,7 @@ from textual.widgets import Static
 
 from chord import BACKGROUND, Context, Delivery, inert, with_cancel
 from chord.textual import DialogScreen, TextualTui, register_commands, run_app_with_facets
+from coding_agent.context.unknown_commands import unknown_command_message
 from coding_agent.contracts import TODO_NAMESPACE
 from coding_agent.tui.commands.builtin import BUILTIN_COMMANDS
 from coding_agent.tui.conversation import ConversationClient, SendMode
@@ -566,6 +567,12 @@ class CodingAgentApp(App[None]):
         self.editor.follow_up_newline = not busy
         self.editor.border_subtitle = " · ".join(self.key_hints(busy))
 
+    def key_hint(self, action: str) -> str | None:
+        """The key a hint names for ``action`` (a :data:`~coding_agent.tui.keybindings.ACTIONS`
+        name): its first binding that can arrive here, ``None`` when none can (a widget's hint,
+        such as a folded tool output's ``ctrl+o expands``, then names no key)."""
+        return self._hint_key(action)
+
     def _hint_key(self, *actions: str) -> str | None:
         """The first key of ``actions`` (in order) that is bound and can arrive here."""
         for action in actions:
@@ -633,10 +640,7 @@ class CodingAgentApp(App[None]):
         command of that name is registered, say so and put the text back in the editor."""
         name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
         if name not in self.tui.commands:
-            self.notify(
-                f"Unknown command /{name} — type // to send text starting with /",
-                severity="warning",
-            )
+            self.notify(unknown_command_message(name, self.tui.commands), severity="warning")
             self.editor.restore(text)
             return None
         return self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
@@ -956,10 +960,20 @@ class CodingAgentApp(App[None]):
     def help_text(self) -> str:
         """What ``/help`` shows: the commands, then the keys as they are bound now (keys this
         terminal cannot deliver are left out)."""
-        lines = [
-            f"{c.usage or '/' + c.name} — {c.help or c.description}"
-            for c in sorted(self.tui.commands.values(), key=lambda c: c.name)
-        ]
+        rows: dict[tuple[str, str], list[str]] = {}  # (help, last part) -> [usage, other names]
+        for c in sorted(self.tui.commands.values(), key=lambda c: c.name):
+            text = c.help or c.description
+            # one thing under several names (a skill's /NAME and /skill:NAME: the same last
+            # part and help) is one line, naming the others, as the palette shows it once
+            key = (text, c.name.rsplit(":", 1)[-1]) if text else ("", c.name)
+            if key in rows:
+                rows[key].append(f"/{c.name}")
+            else:
+                rows[key] = [c.usage or "/" + c.name]
+        lines: list[str] = []
+        for (text, _last), (usage, *others) in rows.items():
+            also = f" (also {', '.join(others)})" if others else ""
+            lines.append(f"{usage}{also} — {text}")
         bound = self.keybindings
         shown: list[str] = []
         for name, action in ACTIONS.items():

@@ -54,6 +54,7 @@ from chord.textual import (
 from coding_agent.contracts import SessionTreeService
 from coding_agent.session_files.tree import branch_number
 from coding_agent.settings.changes import THINKING_LEVELS, next_thinking_level
+from coding_agent.settings.model_config import claude_code_model
 from coding_agent.tui.conversation_client import RemoteConversationClient
 from coding_agent.tui.document import UsageTotals, model_label, thinking_level
 from pico3 import AssistantEntry, UsageEntry, View, view_from_json
@@ -222,7 +223,9 @@ async def model(target: ConversationTarget, args: Arguments, ctx: Context) -> Co
             "starts: set it, quit, and start the agent again"
         )
     if not slash or not provider or not model_id:
-        raise CommandError(f"model {ref!r} is not provider/id")
+        meant = claude_code_model(ref)
+        hint = f"; for Claude Code's {ref!r}: /model {meant}" if meant else ""
+        raise CommandError(f"model {ref!r} is not provider/id{hint}")
     _check_known(target, ref, provider)
     await target.client.config_set({"model": {"provider": provider, "modelId": model_id}}, ctx)
     return f"Model: {ref}"

@@ -201,6 +201,7 @@ class ToolCard(Vertical):
         self._output.display = False
         self._live.display = False
         self._shown = {"result": "", "header": "", "args": "", "live": ""}
+        self._output_title = ""  # "Output · N line(s)" once a result came (not for a diff)
         self._args.display = bool(self._args_content())
 
     @property
@@ -302,13 +303,15 @@ class ToolCard(Vertical):
             self._body.update(diff_text(diff))
             first = escape(text.splitlines()[0]) if text else "applied"  # a title is markup
             self._output.title = f"Diff · {first}"
+            self._output_title = ""
             self._output.collapsed = False
             self.add_class("has-diff")
         else:
             self._shown["result"] = text
             self._body.update(Text(text, style="red") if is_error else text)
-            self._output.title = f"{'Error' if is_error else 'Output'} · {lines} line(s)"
+            self._output_title = f"{'Error' if is_error else 'Output'} · {lines} line(s)"
             self._output.collapsed = not is_error and lines > _OUTPUT_PREVIEW_LINES
+            self._retitle_output()
         self._output.display = bool(text) or diff is not None
         self._place(self._output)
         self.set_class(is_error, "is-error")
@@ -319,6 +322,30 @@ class ToolCard(Vertical):
     def set_collapsed(self, collapsed: bool) -> None:
         if self._output.display:
             self._output.collapsed = collapsed
+
+    def on_collapsible_collapsed(self) -> None:
+        self._retitle_output()
+
+    def on_collapsible_expanded(self) -> None:
+        self._retitle_output()
+
+    def _retitle_output(self) -> None:
+        """The output's title, naming the key that opens it while it is folded
+        (``Output · 500 line(s) · ctrl+o expands``): folded output shows no line of itself, and
+        a Claude Code user looks for that hint there. A diff's title has no line count."""
+        if not self._output_title:
+            return
+        key = self._expand_key() if self._output.collapsed else None
+        self._output.title = f"{self._output_title} · {key} expands" if key else self._output_title
+
+    def _expand_key(self) -> str | None:
+        """The key bound to expanding tool output, as the app names it in its hints."""
+        try:
+            hint = getattr(self.app, "key_hint", None)
+        except RuntimeError:  # Textual's NoActiveAppError: no app is running (yet)
+            return None
+        named = hint("toggle_tools") if callable(hint) else None
+        return named if isinstance(named, str) else None
 
     def _render_header(self) -> None:
         icon, style = _STATUS_ICONS.get(self._status, ("•", "dim"))
