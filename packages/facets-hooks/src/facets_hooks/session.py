@@ -94,6 +94,7 @@ from pico3 import (
 from .agent_hooks import AgentHooks
 from .contract import RUN_SETTINGS_SERVICE, HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
+from .mcp_hooks import MCP_HOOK_TOOLS, McpToolCall, call_mcp_tool
 from .observer import follow_conversation
 from .on_failure import BLOCK, apply_on_failure
 from .permission import answer_permission
@@ -109,7 +110,7 @@ from .protocol import (
     run_command,
     tool_names,
 )
-from .settings import NOT_RUN_TYPES, HookSpec, LoadedHooks, load_hooks
+from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
     post_notes,
     pre_verdict,
@@ -145,6 +146,7 @@ class Hooks:
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
         self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
         self.unchecked_models: list[HookSpec] = []  # checked once the session has a model
+        self.mcp_tools: Any = None  # the MCP feature's mcp.hook-tools instance, if it runs
         self.harness = harness
 
     # -- loading ----------------------------------------------------------------------------
@@ -214,17 +216,32 @@ class Hooks:
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
         says to the user (a failure, a timeout) is logged. A prompt hook asks a model
-        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`)."""
+        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`), an
+        mcp_tool hook a tool of one of the session's MCP servers (:mod:`.mcp_hooks`)."""
         if hook.kind == "agent":
             return await ask_agent(self._harness, self.hook_agents, hook, payload, ctx, self.warn)
         if hook.kind == "prompt":
             return await ask_model(self._harness, hook, payload, ctx, self.warn)
         where = f"{hook.event} hook `{hook.label}` ({hook.source})"
-        if hook.kind == "unrun":  # a type not run here, kept for its onFailure "block"
-            kind = hook.label.split(" ", 1)[0]
-            why = NOT_RUN_TYPES.get(kind, "this type of hook is not run here")
-            failed = HookRun(None, "", f"it was not run: {why}")
-            return self._on_failure(hook, where, failed)
+        if hook.kind == "mcp_tool":  # a tool of a server the session runs (.mcp_hooks)
+            call = McpToolCall.decode(hook.command)
+            with cancel_scope(ctx):
+                run = await call_mcp_tool(self.mcp_tools, call, payload, hook.timeout)
+            if run.timed_out:
+                _log.warning("%s timed out after %g s", where, hook.timeout)
+            elif run.exit_code is None:
+                _log.warning("%s failed: %s", where, run.stderr.strip())
+        else:
+            run = await self._run_command(hook, payload, where, ctx)
+        message = (run.output or {}).get("systemMessage")
+        if isinstance(message, str) and message.strip():  # for the user, not the model
+            _log.warning("%s: %s", where, message.strip())
+        return self._on_failure(hook, where, run)
+
+    async def _run_command(
+        self, hook: HookSpec, payload: dict[str, Any], where: str, ctx: Context
+    ) -> HookRun:
+        """Run a command (or HTTP) hook; a failure or a timeout is logged."""
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -243,10 +260,7 @@ class Hooks:
             if refused:  # for the user: the hook ran in the sandbox, and that is why
                 detail += f" (it ran inside the sandbox: {refused.strip('[]')})"
             _log.warning("%s failed with exit code %s: %s", where, run.exit_code, detail)
-        message = (run.output or {}).get("systemMessage")
-        if isinstance(message, str) and message.strip():  # for the user, not the model
-            _log.warning("%s: %s", where, message.strip())
-        return self._on_failure(hook, where, run)
+        return run
 
     def _on_failure(self, hook: HookSpec, where: str, run: HookRun) -> HookRun:
         """``run`` as its event reads it: a failure of a hook with ``"onFailure": "block"``
@@ -580,8 +594,9 @@ class _ListingService:
 @define_facet("@pi/hooks")
 def session_facet(env: FacetEnvironment) -> None:
     """Load the hooks, register them on the hook points, run ``SessionStart`` (and
-    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user), and
-    provide ``hooks.list``."""
+    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user),
+    provide ``hooks.list``, and follow the MCP feature's ``mcp.hook-tools`` when it runs
+    (``mcp_tool`` hooks: :mod:`.mcp_hooks`)."""
     harness = env.use(HarnessService)
     hooks = Hooks(harness)
     loaded = anyio.Event()
@@ -597,4 +612,17 @@ def session_facet(env: FacetEnvironment) -> None:
             await hooks.session_start(BACKGROUND)
 
     env.observe(ConversationService, lambda i, c: follow_conversation(hooks, loaded, i, c))
+
+    async def follow_mcp(tools: Any, ctx: Context) -> None:
+        """Keep the MCP feature's ``mcp.hook-tools`` instance while it is open."""
+        hooks.mcp_tools = tools
+        try:
+            with cancel_scope(ctx):
+                await anyio.sleep_forever()
+        finally:
+            if hooks.mcp_tools is tools:
+                hooks.mcp_tools = None
+
+    # optional: without the MCP feature there is no instance, and mcp_tool hooks fail
+    env.observe(MCP_HOOK_TOOLS, follow_mcp, optional=True)
     env.on_activate(activate)

@@ -1,0 +1,119 @@
+"""Claude Code's ``"type": "mcp_tool"`` hooks: a tool of one of the session's MCP servers called
+with the event, its text answer read as a command hook's stdout.
+
+An entry such as::
+
+    {"type": "mcp_tool", "server": "guard", "tool": "check_command",
+     "input": {"command": "${tool_input.command}", "cwd": "${cwd}"},
+     "timeout": 30, "onFailure": "block"}
+
+calls ``check_command`` of the configured MCP server ``guard`` with ``input``, each
+``${path}`` in its strings replaced from the event's JSON (``${tool_input.file_path}``,
+``${tool_name}``, ``${session_id}``, ``${cwd}``, ``${prompt}``...: a dotted path into the
+event). These names are Claude Code's (v2.1.118's hook type, as its hooks reference and the
+guides that quote it spell them: ``server`` as ``claude mcp list`` names it, ``tool`` without
+the ``mcp__server__`` prefix, ``input``, ``timeout`` in seconds, default 60). A string that is
+exactly one ``${path}`` takes the value as it is (a number stays a number); inside a longer
+string a non-string value is written as JSON; a path the event does not have gives ``""``.
+
+The tool's text (its text blocks joined) is the hook's stdout, read as a command hook's that
+exited 0: a JSON decision (``hookSpecificOutput.permissionDecision``, ``decision``, ...) or
+plain text. The call goes through the MCP feature's ``mcp.hook-tools`` service
+(:data:`MCP_HOOK_TOOLS`, the id only: the features import nothing of each other), observed
+optionally: without the MCP feature every such hook fails. The server must be one the session
+already runs (its configuration, a trusted project's approved ``.mcp.json``); a hook never
+starts one. A server that is not configured or not connected, an unknown tool, the tool's own
+error (``isError``) and a timeout are each a *hook failure*: a non-blocking error (logged; the
+action goes on), or, with ``"onFailure": "block"``, a block as exit 2 (:mod:`.on_failure`) —
+as in Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from chord import define_service
+
+from .protocol import HookRun
+
+__all__ = ["MCP_HOOK_TOOLS", "McpToolCall", "call_mcp_tool", "substitute"]
+
+MCP_HOOK_TOOLS = define_service("mcp.hook-tools", local=True)
+"""The MCP feature's service (its ``contract.McpHookTools``), named by id: one instance while
+that feature runs, none without it."""
+
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][\w-]*(?:\.[\w-]+)*)\}")
+
+
+class McpToolCall:
+    """One ``mcp_tool`` hook as written: ``server``, ``tool`` and the ``input`` template. Its
+    :meth:`encode` is the :attr:`~.settings.HookSpec.command` (stable: the hook's memo key)."""
+
+    def __init__(self, server: str, tool: str, template: dict[str, Any]) -> None:
+        self.server = server
+        self.tool = tool
+        self.template = template
+
+    def encode(self) -> str:
+        return json.dumps(
+            {"server": self.server, "tool": self.tool, "input": self.template}, sort_keys=True
+        )
+
+    @classmethod
+    def decode(cls, command: str) -> McpToolCall:
+        data = json.loads(command)
+        return cls(str(data["server"]), str(data["tool"]), dict(data["input"]))
+
+
+def _lookup(payload: dict[str, Any], path: str) -> Any:
+    value: Any = payload
+    for part in path.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return ""
+        value = value[part]  # pyright: ignore[reportUnknownVariableType]
+    return value  # pyright: ignore[reportUnknownVariableType]
+
+
+def substitute(template: Any, payload: dict[str, Any]) -> Any:
+    """``template`` with every ``${path}`` of its strings (keys untouched) replaced from the
+    event ``payload`` (module docstring)."""
+    if isinstance(template, str):
+        whole = _PLACEHOLDER.fullmatch(template)
+        if whole:
+            return _lookup(payload, whole.group(1))
+
+        def text(match: re.Match[str]) -> str:
+            value = _lookup(payload, match.group(1))
+            return value if isinstance(value, str) else json.dumps(value)
+
+        return _PLACEHOLDER.sub(text, template)
+    if isinstance(template, dict):
+        return {k: substitute(v, payload) for k, v in template.items()}  # pyright: ignore[reportUnknownVariableType]
+    if isinstance(template, list):
+        return [substitute(v, payload) for v in template]  # pyright: ignore[reportUnknownVariableType]
+    return template
+
+
+async def call_mcp_tool(
+    tools: Any, call: McpToolCall, payload: dict[str, Any], seconds: float
+) -> HookRun:
+    """The run of one ``mcp_tool`` hook through ``tools`` (the ``mcp.hook-tools`` instance, or
+    ``None`` without the MCP feature): exit 0 with the tool's text on stdout, or a run that
+    could not start (exit ``None``) with why on stderr, or one that timed out."""
+    if tools is None:
+        return HookRun(
+            None,
+            "",
+            f"MCP server {call.server!r} cannot be reached: the MCP feature (facets-mcp) is not "
+            "loaded in this session; install or enable it, or remove the hook",
+        )
+    arguments = substitute(call.template, payload)
+    answer: dict[str, Any] = await tools.call(call.server, call.tool, arguments, seconds)
+    if "text" in answer:
+        return HookRun(0, str(answer["text"]), "")
+    error = str(answer.get("error") or "the MCP call failed")
+    if answer.get("timedOut"):
+        return HookRun(None, "", error, timed_out=True)
+    return HookRun(None, "", error)

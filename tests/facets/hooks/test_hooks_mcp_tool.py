@@ -1,0 +1,191 @@
+"""``"type": "mcp_tool"`` hooks against a real stdio MCP server (``mcp_feature/mcp_server.py``,
+built with the ``mcp`` SDK), run by a real session worker with the scripted model: the hook's
+tool is called through the MCP feature's ``mcp.hook-tools`` service with the event's fields
+substituted into its input, and its text is read as a command hook's stdout. A server the
+session does not run is a hook failure: it blocks with ``"onFailure": "block"``, else the call
+goes on and the user is warned."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from chord import create_facet_host, define_facet, define_service
+from facets_hooks.mcp_hooks import substitute
+from facets_hooks.settings import parse_settings
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
+    home_env,
+    results,
+    run_turn,
+    settings,
+    write,
+)
+
+SERVER = str(Path(__file__).parents[1] / "mcp_feature" / "mcp_server.py")
+BASH = [{"toolCalls": [{"name": "bash", "arguments": {"command": "echo ran > marker"}}]}]
+
+
+def mcp_config(tmp: Path) -> None:
+    """The user's MCP servers: ``policy``, the test server over stdio."""
+    servers = {"policy": {"command": sys.executable, "args": [SERVER, "--name", "policy"]}}
+    write(tmp / "config" / "coding-agent" / "mcp.json", json.dumps({"mcpServers": servers}))
+
+
+def verdict_hook(decision: str, reason: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "mcp_tool",
+        "server": "policy",
+        "tool": "verdict",
+        "input": {"decision": decision, "reason": reason},
+        **extra,
+    }
+
+
+async def bash_turn(tmp: Path, env: dict[str, str], hook: dict[str, Any], stderr: list[str]):
+    source = settings(tmp, {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
+    client = await run_turn(tmp, env, [*BASH, {"text": "done"}], stderr=stderr)
+    (result,) = results(client)
+    return source, result
+
+
+@pytest.mark.anyio
+async def test_an_mcp_tool_guard_that_denies_bash_keeps_the_marker_uncreated_and_sees_the_input(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    mcp_config(tmp_path)
+    hook = verdict_hook("deny", "policy refuses `${tool_input.command}` in ${cwd}")
+    stderr: list[str] = []
+    _source, result = await bash_turn(tmp_path, env, hook, stderr)
+    text = result["content"][0]["text"]
+    assert result["isError"] is True, (text, stderr)
+    project = tmp_path / "project"
+    # the tool saw the event's fields, substituted into its input
+    assert f"policy refuses `echo ran > marker` in {project}" in text, text
+    assert not (project / "marker").exists()
+
+
+@pytest.mark.anyio
+async def test_an_mcp_tool_guard_that_allows_lets_bash_run(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    mcp_config(tmp_path)
+    # onFailure block: had the call not reached the tool and answered, Bash would be blocked
+    hook = verdict_hook("allow", "fine", onFailure="block")
+    stderr: list[str] = []
+    _source, result = await bash_turn(tmp_path, env, hook, stderr)
+    assert result["isError"] is False, result
+    assert (tmp_path / "project" / "marker").read_text() == "ran\n"
+
+
+@pytest.mark.anyio
+async def test_an_mcp_tool_hook_on_a_server_the_session_does_not_run_blocks_with_block(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    mcp_config(tmp_path)
+    hook = {"type": "mcp_tool", "server": "nowhere", "tool": "verdict", "onFailure": "block"}
+    stderr: list[str] = []
+    source, result = await bash_turn(tmp_path, env, hook, stderr)
+    text = result["content"][0]["text"]
+    said = (
+        f"PreToolUse hook `mcp_tool nowhere verdict` ({source}) failed and its onFailure is "
+        "\"block\", so this was blocked: MCP server 'nowhere' is not one this session runs "
+        "(its servers: policy)"
+    )
+    assert result["isError"] is True and said in text, text
+    assert any(said in line for line in stderr), stderr
+    assert not (tmp_path / "project" / "marker").exists()
+
+
+@pytest.mark.anyio
+async def test_an_mcp_tool_hook_on_a_missing_server_with_continue_lets_bash_run_and_warns(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    mcp_config(tmp_path)
+    hook = {"type": "mcp_tool", "server": "nowhere", "tool": "verdict", "onFailure": "continue"}
+    stderr: list[str] = []
+    source, result = await bash_turn(tmp_path, env, hook, stderr)
+    assert result["isError"] is False, result
+    assert (tmp_path / "project" / "marker").read_text() == "ran\n"
+    warned = (
+        f"PreToolUse hook `mcp_tool nowhere verdict` ({source}) failed: MCP server 'nowhere' is "
+        "not one this session runs (its servers: policy)"
+    )
+    assert any(warned in line for line in stderr), stderr
+
+
+def test_the_input_is_filled_from_the_events_fields_keeping_a_whole_values_type() -> None:
+    payload = {"cwd": "/p", "tool_input": {"command": "ls", "timeout": 5}, "tool_name": "Bash"}
+    template = {
+        "command": "${tool_input.command}",
+        "timeout": "${tool_input.timeout}",
+        "line": "${tool_name} ran `${tool_input.command}` (${tool_input.timeout} s) in ${cwd}",
+        "list": ["${tool_name}", "${tool_input.missing}"],
+        "kept": 3,
+    }
+    assert substitute(template, payload) == {
+        "command": "ls",
+        "timeout": 5,
+        "line": "Bash ran `ls` (5 s) in /p",
+        "list": ["Bash", ""],
+        "kept": 3,
+    }
+
+
+def test_mcp_tool_hooks_load_and_a_bad_one_is_named() -> None:
+    data = {
+        "hooks": {
+            "PostToolUse": [{"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t"}]}],
+            "Stop": [{"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t", "input": []}]}],
+            "SessionEnd": [{"hooks": [{"type": "mcp_tool", "server": "s", "tool": "t"}]}],
+        }
+    }
+    (hook,), problems = parse_settings(data, "s.json")
+    assert (hook.kind, hook.label, hook.timeout) == ("mcp_tool", "mcp_tool s t", 60.0)
+    assert problems == [
+        's.json: hooks.Stop[0].hooks[0]: an mcp_tool hook\'s "input" must be an object; skipped',
+        "s.json: hooks.SessionEnd[0].hooks[0]: an mcp_tool hook cannot run at SessionEnd here "
+        "(the worker is leaving and its MCP servers with it); use a \"command\" hook; skipped",
+    ]
+
+
+@pytest.mark.anyio
+async def test_an_optional_observation_starts_without_a_provider_and_follows_one() -> None:
+    """chord's optional dependency: the hooks feature observes ``mcp.hook-tools`` so, and a
+    host without the MCP feature starts; with it, the instance reaches the observer."""
+    service = define_service("test.optional.tools", local=True)
+    seen: list[str] = []
+    got = anyio.Event()
+
+    def observer(env: Any) -> None:
+        def handle(instance: Any, _ctx: Any) -> None:
+            seen.append(instance.name)
+            got.set()
+
+        env.observe(service, handle, optional=True)
+
+    class Tools:
+        name = "tools"
+
+    def provider(env: Any) -> None:
+        spawner = env.provide_many(service)
+        env.on_activate(lambda: env.own(spawner.spawn("session", Tools())))
+
+    async with create_facet_host([define_facet("observer", observer)]) as host:
+        assert host.phase == "active" and seen == []
+    async with create_facet_host(
+        [define_facet("observer", observer), define_facet("provider", provider)]
+    ):
+        with anyio.fail_after(30):
+            await got.wait()
+    assert seen == ["tools"]
