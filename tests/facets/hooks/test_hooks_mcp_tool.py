@@ -21,6 +21,7 @@ from facets_hooks.settings import parse_settings
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
+    ScriptedTui,
     home_env,
     results,
     run_turn,
@@ -48,9 +49,15 @@ def verdict_hook(decision: str, reason: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-async def bash_turn(tmp: Path, env: dict[str, str], hook: dict[str, Any], stderr: list[str]):
+async def bash_turn(
+    tmp: Path,
+    env: dict[str, str],
+    hook: dict[str, Any],
+    stderr: list[str],
+    tui: ScriptedTui | None = None,
+) -> tuple[Path, dict[str, Any]]:
     source = settings(tmp, {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]})
-    client = await run_turn(tmp, env, [*BASH, {"text": "done"}], stderr=stderr)
+    client = await run_turn(tmp, env, [*BASH, {"text": "done"}], stderr=stderr, tui=tui)
     (result,) = results(client)
     return source, result
 
@@ -79,11 +86,22 @@ async def test_an_mcp_tool_guard_that_allows_lets_bash_run(
     env = {**agent_env, **home_env(tmp_path)}
     mcp_config(tmp_path)
     # onFailure block: had the call not reached the tool and answered, Bash would be blocked
-    hook = verdict_hook("allow", "fine", onFailure="block")
+    hook = verdict_hook("allow", "fine for ${tool_name}", onFailure="block")
     stderr: list[str] = []
-    _source, result = await bash_turn(tmp_path, env, hook, stderr)
+    tui = ScriptedTui()
+    source, result = await bash_turn(tmp_path, env, hook, stderr, tui)
     assert result["isError"] is False, result
     assert (tmp_path / "project" / "marker").read_text() == "ran\n"
+    # /hooks, in the TUI process: the server, the tool and the input as written
+    assert tui.shown == [
+        (
+            "Hooks",
+            ["close"],
+            "PreToolUse [Bash]: mcp_tool policy verdict\n"
+            f"    timeout 60 s · onFailure block · {source}\n"
+            '    input {"decision": "allow", "reason": "fine for ${tool_name}"}',
+        )
+    ]
 
 
 @pytest.mark.anyio

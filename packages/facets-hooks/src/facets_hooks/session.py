@@ -191,6 +191,13 @@ class Hooks:
             }
             if h.on_failure == BLOCK:
                 info["onFailure"] = BLOCK
+            if h.kind == "mcp_tool":
+                info["input"] = McpToolCall.decode(h.command).template
+                if self.mcp_tools is None:
+                    info["note"] = (
+                        "the MCP feature (facets-mcp) is not loaded in this session: each call "
+                        "fails"
+                    )
             hooks.append(info)
         return {
             "hooks": hooks,
