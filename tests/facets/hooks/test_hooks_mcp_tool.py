@@ -173,7 +173,7 @@ def test_mcp_tool_hooks_load_and_a_bad_one_is_named() -> None:
     assert problems == [
         's.json: hooks.Stop[0].hooks[0]: an mcp_tool hook\'s "input" must be an object; skipped',
         "s.json: hooks.SessionEnd[0].hooks[0]: an mcp_tool hook cannot run at SessionEnd here "
-        "(the worker is leaving and its MCP servers with it); use a \"command\" hook; skipped",
+        '(the worker is leaving and its MCP servers with it); use a "command" hook; skipped',
     ]
 
 

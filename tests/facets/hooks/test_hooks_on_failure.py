@@ -109,7 +109,11 @@ def test_an_mcp_tool_hook_with_on_failure_block_loads_as_an_mcp_tool_hook() -> N
     guard = {"type": "mcp_tool", "server": "policy", "tool": "check", "onFailure": "block"}
     data = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [guard]}]}}
     (hook,), problems = parse_settings(data, "s.json")
-    assert (hook.kind, hook.label, hook.on_failure) == ("mcp_tool", "mcp_tool policy check", "block")
+    assert (hook.kind, hook.label, hook.on_failure) == (
+        "mcp_tool",
+        "mcp_tool policy check",
+        "block",
+    )
     assert problems == []
 
 

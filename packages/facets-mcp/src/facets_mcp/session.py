@@ -583,7 +583,7 @@ class _HookTools:
             if tool not in known:
                 return {
                     "error": f"MCP server {server!r} has no tool {tool!r} (its tools: "
-                    f"{', '.join(known) or 'none'}); fix the hook's \"tool\""
+                    f'{", ".join(known) or "none"}); fix the hook\'s "tool"'
                 }
             try:
                 piece = await runner.call_tool(tool, dict(arguments))
