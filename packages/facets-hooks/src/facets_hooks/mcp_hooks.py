@@ -31,14 +31,20 @@ as in Claude Code.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
-from chord import define_service
+import anyio
 
+from chord import Context, cancel_scope, define_service
+
+from .contract import HookInfo
 from .protocol import HookRun
 
-__all__ = ["MCP_HOOK_TOOLS", "McpToolCall", "call_mcp_tool", "substitute"]
+__all__ = ["MCP_HOOK_TOOLS", "McpHookRunner", "McpToolCall", "call_mcp_tool", "substitute"]
+
+_log = logging.getLogger("facets_hooks")
 
 MCP_HOOK_TOOLS = define_service("mcp.hook-tools", local=True)
 """The MCP feature's service (its ``contract.McpHookTools``), named by id: one instance while
@@ -117,3 +123,44 @@ async def call_mcp_tool(
     if answer.get("timedOut"):
         return HookRun(None, "", error, timed_out=True)
     return HookRun(None, "", error)
+
+
+class McpHookRunner:
+    """The session facet's side: the ``mcp.hook-tools`` instance while the MCP feature runs
+    (:meth:`follow`, its observer), each ``mcp_tool`` hook run through it (:meth:`run`), and
+    what ``/hooks`` says of one (:meth:`info`)."""
+
+    def __init__(self) -> None:
+        self.tools: Any = None
+
+    async def follow(self, tools: Any, ctx: Context) -> None:
+        """Keep ``tools`` while its instance is open (the observer of :data:`MCP_HOOK_TOOLS`)."""
+        self.tools = tools
+        try:
+            with cancel_scope(ctx):
+                await anyio.sleep_forever()
+        finally:
+            if self.tools is tools:
+                self.tools = None
+
+    async def run(
+        self, command: str, payload: dict[str, Any], seconds: float, where: str, ctx: Context
+    ) -> HookRun:
+        """Run the hook whose command is ``command`` (:meth:`McpToolCall.encode`); a failure
+        or a timeout is logged, naming the hook (``where``)."""
+        with cancel_scope(ctx):
+            run = await call_mcp_tool(self.tools, McpToolCall.decode(command), payload, seconds)
+        if run.timed_out:
+            _log.warning("%s timed out after %g s", where, seconds)
+        elif run.exit_code is None:
+            _log.warning("%s failed: %s", where, run.stderr.strip())
+        return run
+
+    def info(self, command: str, info: HookInfo) -> None:
+        """Add to ``/hooks``'s ``info`` the hook's ``input`` and, without the MCP feature, a
+        note that it fails."""
+        info["input"] = McpToolCall.decode(command).template
+        if self.tools is None:
+            info["note"] = (
+                "the MCP feature (facets-mcp) is not loaded in this session: each call fails"
+            )

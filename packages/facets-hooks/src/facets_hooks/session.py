@@ -61,6 +61,12 @@ so a restarted worker, which finds the call waiting again, does not run them aga
 
 What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
 stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
+
+Why one module: :class:`Hooks` is the one place where each event meets its hook point, and
+those handlers share one state (the loaded hooks, the payload, the memo and namespace, the
+Stop continuations); each hook type's own running is already elsewhere (:mod:`.protocol`,
+:mod:`.prompt_hooks`, :mod:`.hook_agents`, :mod:`.mcp_hooks`, :mod:`.permission`), and
+splitting the handlers would scatter that shared state across modules.
 """
 
 from __future__ import annotations
@@ -94,7 +100,7 @@ from pico3 import (
 from .agent_hooks import AgentHooks
 from .contract import RUN_SETTINGS_SERVICE, HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
-from .mcp_hooks import MCP_HOOK_TOOLS, McpToolCall, call_mcp_tool
+from .mcp_hooks import MCP_HOOK_TOOLS, McpHookRunner
 from .observer import follow_conversation
 from .on_failure import BLOCK, apply_on_failure
 from .permission import answer_permission
@@ -146,7 +152,7 @@ class Hooks:
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
         self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
         self.unchecked_models: list[HookSpec] = []  # checked once the session has a model
-        self.mcp_tools: Any = None  # the MCP feature's mcp.hook-tools instance, if it runs
+        self.mcp = McpHookRunner()  # mcp_tool hooks, through the MCP feature's service
         self.harness = harness
 
     # -- loading ----------------------------------------------------------------------------
@@ -192,12 +198,7 @@ class Hooks:
             if h.on_failure == BLOCK:
                 info["onFailure"] = BLOCK
             if h.kind == "mcp_tool":
-                info["input"] = McpToolCall.decode(h.command).template
-                if self.mcp_tools is None:
-                    info["note"] = (
-                        "the MCP feature (facets-mcp) is not loaded in this session: each call "
-                        "fails"
-                    )
+                self.mcp.info(h.command, info)
             hooks.append(info)
         return {
             "hooks": hooks,
@@ -231,13 +232,7 @@ class Hooks:
             return await ask_model(self._harness, hook, payload, ctx, self.warn)
         where = f"{hook.event} hook `{hook.label}` ({hook.source})"
         if hook.kind == "mcp_tool":  # a tool of a server the session runs (.mcp_hooks)
-            call = McpToolCall.decode(hook.command)
-            with cancel_scope(ctx):
-                run = await call_mcp_tool(self.mcp_tools, call, payload, hook.timeout)
-            if run.timed_out:
-                _log.warning("%s timed out after %g s", where, hook.timeout)
-            elif run.exit_code is None:
-                _log.warning("%s failed: %s", where, run.stderr.strip())
+            run = await self.mcp.run(hook.command, payload, hook.timeout, where, ctx)
         else:
             run = await self._run_command(hook, payload, where, ctx)
         message = (run.output or {}).get("systemMessage")
@@ -619,17 +614,6 @@ def session_facet(env: FacetEnvironment) -> None:
             await hooks.session_start(BACKGROUND)
 
     env.observe(ConversationService, lambda i, c: follow_conversation(hooks, loaded, i, c))
-
-    async def follow_mcp(tools: Any, ctx: Context) -> None:
-        """Keep the MCP feature's ``mcp.hook-tools`` instance while it is open."""
-        hooks.mcp_tools = tools
-        try:
-            with cancel_scope(ctx):
-                await anyio.sleep_forever()
-        finally:
-            if hooks.mcp_tools is tools:
-                hooks.mcp_tools = None
-
     # optional: without the MCP feature there is no instance, and mcp_tool hooks fail
-    env.observe(MCP_HOOK_TOOLS, follow_mcp, optional=True)
+    env.observe(MCP_HOOK_TOOLS, hooks.mcp.follow, optional=True)
     env.on_activate(activate)

@@ -82,6 +82,7 @@ from .contract import (
     McpServers,
     McpState,
 )
+from .hook_tools import HookTools
 from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
 from .results import tool_declarations
@@ -270,6 +271,10 @@ class McpHost:
             self._runners[spec.name] = runner
             connection = _Connection(runner, attendance, config.idle_timeout)
             self._closers.append(self._connections.spawn(spec.name, connection))
+
+    def _running(self) -> Mapping[str, ServerRunner]:
+        """The session's server runners by name (none once it stops)."""
+        return {} if self._closing else self._runners
 
     async def stop(self) -> None:
         self._closing = True
@@ -539,64 +544,9 @@ def session_facet(env: FacetEnvironment) -> None:
     async def activate() -> None:
         env.own(host.stop)
         await host.start()
-        env.own(hook_tools.spawn("session", _HookTools(host)))
+        env.own(hook_tools.spawn("session", HookTools(host._running)))
 
     env.on_activate(activate)
-
-
-class _HookTools:
-    """The :data:`~.contract.McpHookTools` instance: a hook's call to a tool of a server the
-    session runs (its configured servers, a trusted project's approved ones; never a
-    subagent's own, never a server started for the hook)."""
-
-    def __init__(self, host: McpHost) -> None:
-        self._host = host
-
-    async def call(
-        self, server: str, tool: str, arguments: dict[str, Any], seconds: float
-    ) -> dict[str, Any]:
-        """``{"text": the result's text}`` or ``{"error": why}`` (with ``"timedOut": true``
-        after ``seconds``) (contract)."""
-        host = self._host
-        runner = None if host._closing else host._runners.get(server)
-        if runner is None:
-            running = ", ".join(sorted(host._runners)) or "none"
-            return {
-                "error": f"MCP server {server!r} is not one this session runs (its servers: "
-                f"{running}); configure it (mcp.json, .mcp.json, ~/.claude.json) or fix the "
-                'hook\'s "server"'
-            }
-        from .client import McpCallError  # imported already: a runner exists
-
-        piece: dict[str, Any] = {}
-        with anyio.move_on_after(seconds) as scope:  # the wait for a starting server, then the call
-            while runner.state == "starting" and not runner.asleep:
-                await runner.state_changed()  # a hook at session start: as the model's calls
-            if runner.state != "ready" and not runner.asleep:
-                why = runner.snapshot().get("error")
-                return {
-                    "error": f"MCP server {server!r} is not connected (it is {runner.state}"
-                    + (f": {why}" if why else "")
-                    + "); see /mcp"
-                }
-            known = [t["tool"] for t in runner.snapshot()["tools"]]
-            if tool not in known:
-                return {
-                    "error": f"MCP server {server!r} has no tool {tool!r} (its tools: "
-                    f'{", ".join(known) or "none"}); fix the hook\'s "tool"'
-                }
-            try:
-                piece = await runner.call_tool(tool, dict(arguments))
-            except McpCallError as exc:
-                return {"error": str(exc)}
-        if scope.cancelled_caught:
-            return {"error": f"{server}/{tool} timed out after {seconds:g} s", "timedOut": True}
-        text = "\n".join(
-            str(block.get("text", "")) for block in piece["content"] if block.get("type") == "text"
-        )
-        if piece["is_error"]:
-            return {"error": f"{server}/{tool} answered with an error: {text or '(no text)'}"}
-        return {"text": text}
 
 
 class _Connection:
