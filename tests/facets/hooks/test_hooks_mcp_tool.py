@@ -15,9 +15,13 @@ from typing import Any
 import anyio
 import pytest
 
-from chord import create_facet_host, define_facet, define_service
+from chord import BACKGROUND, create_facet_host, define_facet, define_service
+from facets_hooks.contract import HooksListing
 from facets_hooks.mcp_hooks import substitute
+from facets_hooks.session import session_facet as hooks_facet
 from facets_hooks.settings import parse_settings
+from pico3 import HarnessOptions, MemoryStorage, Models, harness_session_facet
+from pico3.models.faux import FauxProvider
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_hooks_worker import (  # pyright: ignore[reportMissingImports]
@@ -207,3 +211,44 @@ async def test_an_optional_observation_starts_without_a_provider_and_follows_one
         with anyio.fail_after(30):
             await got.wait()
     assert seen == ["tools"]
+
+
+@pytest.mark.anyio
+async def test_without_the_mcp_feature_the_session_starts_and_hooks_says_the_hook_fails(
+    tmp_path: Path,
+) -> None:
+    """A session of the harness and the hooks feature, no MCP feature: the host starts (the
+    hooks feature observes ``mcp.hook-tools`` optionally), and ``/hooks`` lists the hook with
+    a note that each of its calls fails (a failure: a block with ``onFailure: block``)."""
+    home = tmp_path / "home"
+    hook = {"type": "mcp_tool", "server": "policy", "tool": "verdict", "onFailure": "block"}
+    write(
+        home / ".claude" / "settings.json",
+        json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}),
+    )
+    options = HarnessOptions(
+        services={
+            "models": Models([FauxProvider([])]),
+            "workspace": str(tmp_path),
+            "project_root": str(tmp_path),
+            "mcp_env": {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+        }
+    )
+    listings: list[Any] = []
+    summary: Any = None
+
+    def listing(env: Any) -> None:
+        listings.append(env.use(HooksListing))
+
+    async with anyio.create_task_group() as group:
+        harness = harness_session_facet(MemoryStorage, options, task_group=group)
+        facets = [harness, hooks_facet, define_facet("test/listing", listing)]
+        async with create_facet_host(facets):
+            with anyio.fail_after(60):
+                summary = await listings[0].summary(BACKGROUND)
+        group.cancel_scope.cancel()
+    (info,) = summary["hooks"]
+    assert (info["command"], info["onFailure"]) == ("mcp_tool policy verdict", "block")
+    assert info["note"] == (
+        "the MCP feature (facets-mcp) is not loaded in this session: each call fails"
+    )
