@@ -146,6 +146,47 @@ async def test_an_mcp_tool_hook_on_a_missing_server_with_continue_lets_bash_run_
     assert any(warned in line for line in stderr), stderr
 
 
+@pytest.mark.anyio
+async def test_a_timeout_an_unknown_tool_and_the_tools_error_are_failures_that_block(
+    tmp_path: Path, agent_env: dict[str, str]
+) -> None:
+    env = {**agent_env, **home_env(tmp_path)}
+    mcp_config(tmp_path)
+
+    def guard(tool: str, **extra: Any) -> dict[str, Any]:
+        return {"type": "mcp_tool", "server": "policy", "tool": tool, "onFailure": "block", **extra}
+
+    source = settings(
+        tmp_path,
+        {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [guard("hang", timeout=2)]},
+                {"matcher": "Write", "hooks": [guard("nosuch")]},
+                {"matcher": "LS", "hooks": [guard("boom")]},
+            ]
+        },
+    )
+    steps = [
+        *BASH,
+        {"toolCalls": [{"name": "write", "arguments": {"path": "w.txt", "content": "w"}}]},
+        {"toolCalls": [{"name": "ls", "arguments": {}}]},
+        {"text": "done"},
+    ]
+    client = await run_turn(tmp_path, env, steps)
+    bash, written, listed = results(client)
+    where = f'({source}) failed and its onFailure is "block", so this was blocked: '
+    expected = [
+        (bash, f"`mcp_tool policy hang` {where}it timed out after 2 s"),
+        (written, f"`mcp_tool policy nosuch` {where}MCP server 'policy' has no tool 'nosuch'"),
+        (listed, f"`mcp_tool policy boom` {where}policy/boom answered with an error: "),
+    ]
+    for result, said in expected:
+        text = result["content"][0]["text"]
+        assert result["isError"] is True and said in text, (said, text)
+    project = tmp_path / "project"
+    assert not (project / "marker").exists() and not (project / "w.txt").exists()
+
+
 def test_the_input_is_filled_from_the_events_fields_keeping_a_whole_values_type() -> None:
     payload = {"cwd": "/p", "tool_input": {"command": "ls", "timeout": 5}, "tool_name": "Bash"}
     template = {
