@@ -10,9 +10,15 @@ An entry such as::
 calls ``check_command`` of the configured MCP server ``guard`` with ``input``, each
 ``${path}`` in its strings replaced from the event's JSON (``${tool_input.file_path}``,
 ``${tool_name}``, ``${session_id}``, ``${cwd}``, ``${prompt}``...: a dotted path into the
-event). These names are Claude Code's (v2.1.118's hook type, as its hooks reference and the
-guides that quote it spell them: ``server`` as ``claude mcp list`` names it, ``tool`` without
-the ``mcp__server__`` prefix, ``input``, ``timeout`` in seconds, default 60). A string that is
+event). These names are Claude Code's (the hook type came in v2.1.118): ``server`` as
+``claude mcp list`` names it, ``tool`` without the ``mcp__server__`` prefix, ``input`` with
+``${tool_input.file_path}``, ``${tool_name}``, ``${session_id}``, ``${cwd}``, ``timeout`` in
+seconds (default 60); the text goes "through the same JSON decision parser as any command
+hook", and a wrong server name is "a non-blocking error" (as quoted by
+https://buildthisnow.com/blog/tools/hooks/mcp-tool-hooks,
+https://dev.to/speedy_devv/mcp-tool-hooks-in-claude-code-24f6 and
+https://studiomeyer.academy/recipes/16.1-mcp-tool-hook-intro; ``onFailure`` on mcp_tool hooks:
+Claude Code 2.1.295, :mod:`.on_failure`). A string that is
 exactly one ``${path}`` takes the value as it is (a number stays a number); inside a longer
 string a non-string value is written as JSON; a path the event does not have gives ``""``.
 
