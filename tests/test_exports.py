@@ -465,6 +465,7 @@ PUBLIC: dict[str, frozenset[str]] = {
             "ElicitationRequest",
             "ElicitationResponse",
             "McpElicitations",
+            "McpHookTools",
             "McpPrompt",
             "McpResource",
             "McpSampling",

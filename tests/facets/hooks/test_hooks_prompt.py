@@ -67,9 +67,6 @@ def test_prompt_and_agent_hooks_load_for_claude_codes_events_and_are_named_elsew
             "SessionStart": [{"hooks": [prompt_hook("Greet")]}],
             "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt"}]}],
             "PostToolUse": [{"hooks": [{"type": "agent", "prompt": "Check it", "model": 3}]}],
-            "UserPromptSubmit": [
-                {"hooks": [{"type": "mcp_tool", "server": "semgrep", "tool": "scan"}]}
-            ],
             "Notification": [{"hooks": [{"type": "agent", "prompt": "Tell me"}]}],
         }
     }
@@ -100,8 +97,6 @@ def test_prompt_and_agent_hooks_load_for_claude_codes_events_and_are_named_elsew
         "string); skipped",
         "s.json: hooks.PostToolUse[0].hooks[0]: model must be a model name (haiku, sonnet, opus, "
         "inherit or provider/id), got 3; the session's model answers",
-        's.json: hooks.UserPromptSubmit[0].hooks[0]: type "mcp_tool": calling an MCP server\'s '
-        'tool from a hook is not supported here; run the same check as a "command" hook; skipped',
         's.json: hooks.Notification[0].hooks[0]: type "agent" is not supported for Notification '
         "(only for PermissionRequest, PostToolUse, PostToolUseFailure, PreToolUse, Stop, "
         "SubagentStop, UserPromptSubmit, as in Claude Code); skipped",

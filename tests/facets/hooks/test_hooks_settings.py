@@ -103,8 +103,8 @@ def test_every_problem_is_named_with_its_file_and_the_rest_loads(tmp_path: Path)
         's.json: hooks.PreToolUse[2]: expected {"matcher": ..., "hooks": [...]}; skipped',
         "s.json: hooks.PreToolUse[3].hooks[0]: timeout must be a positive number of seconds, "
         'got "ten"; it runs with the default 60 s',
-        's.json: hooks.PostToolUse[0].hooks[0]: type "mcp_tool": calling an MCP server\'s tool '
-        'from a hook is not supported here; run the same check as a "command" hook; skipped',
+        's.json: hooks.PostToolUse[0].hooks[0]: an mcp_tool hook needs "server" (an MCP server '
+        "name, as /mcp lists it); skipped",
         's.json: hooks.Stop[0].hooks[0]: "command" must be a non-empty string; skipped',
         "s.json: hooks.BeforeAnything: unknown event (known: PreToolUse, PostToolUse, "
         "UserPromptSubmit, Stop, SubagentStop, SessionStart, SessionEnd, PreCompact, "

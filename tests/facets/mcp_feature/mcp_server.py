@@ -13,7 +13,8 @@ title, a bidi override): what a hostile server could send. With ``--env-dump FIL
 environment to FILE as JSON when it starts (the secrets tests read it). With ``--files FILE`` it has
 ``read_path(path)`` and ``write_path(path, text)``, which answer with the text, ``written``, or
 ``error: <why>`` (the sandbox tests), and the resource ``memo://counter`` (``read N``, N counting
-its reads in FILE, across restarts). With ``--big`` it has
+its reads in FILE, across restarts). Every server has ``verdict(decision, reason)``, whose text is a ``PreToolUse`` hook's JSON
+decision (the hooks feature's ``mcp_tool`` tests). With ``--big`` it has
 the tool ``big(megabytes)``, whose text result is that many MB of ``x`` (the size cap's tests).
 With ``--extras`` it has ``instructions``, a resource template ``memo://note/{name}``, a prompt
 ``compare(a, b)`` and the tools ``grow`` (adds the tool ``extra`` and the resource
@@ -226,6 +227,15 @@ def build(
     @server.tool(description="Echo the text back.")
     def echo(text: str) -> str:
         return f"echo: {text}"
+
+    @server.tool(description="A PreToolUse hook's JSON decision: allow, deny or ask, and why.")
+    def verdict(decision: str, reason: str) -> str:  # pyright: ignore[reportUnusedFunction]
+        output = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+        return json.dumps({"hookSpecificOutput": output})
 
     @server.tool(description="Add two integers (structured result).")
     def add(a: int, b: int) -> Sum:

@@ -10,6 +10,8 @@ points (docs/design/harness.md#hooks).
 * :mod:`.prompt_hooks` — ``"type": "prompt"`` hooks, answered by the hook's ``model``, else the
   provider's fast model (the ``haiku`` alias's) or the session's;
 * :mod:`.hook_agents` — ``"type": "agent"`` hooks, answered by a read-only subagent;
+* :mod:`.mcp_hooks` — ``"type": "mcp_tool"`` hooks: a tool of one of the session's MCP servers,
+  called through the MCP feature's ``mcp.hook-tools`` (observed optionally);
 * :mod:`.session` — the session facet: each event on its hook point, ``PreToolUse`` decisions
   memoized on the tool task's slot;
 * :mod:`.agent_hooks` — a subagent's own hooks (its agent definition's), for it alone;

@@ -8,7 +8,7 @@ host code: only chord's service types.
 
 from __future__ import annotations
 
-from typing import NotRequired, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 from chord import Context, Service, define_service
 
@@ -77,6 +77,12 @@ class HookInfo(TypedDict):
     """The settings file it came from."""
     onFailure: NotRequired[str]
     """``"block"`` when a failure of the hook blocks what it guards (absent: ``"continue"``)."""
+    input: NotRequired[dict[str, Any]]
+    """An ``mcp_tool`` hook's ``input`` as written (its ``${path}`` filled in at each call);
+    its ``command`` is ``mcp_tool <server> <tool>``."""
+    note: NotRequired[str]
+    """What the user should know about it now (an ``mcp_tool`` hook in a session without the
+    MCP feature: every call fails)."""
 
 
 class HooksSummary(TypedDict):

@@ -61,6 +61,12 @@ so a restarted worker, which finds the call waiting again, does not run them aga
 
 What a hook says to the *user* (a non-blocking error, a timeout, stderr of an event whose
 stderr is for the user) goes to the worker's log (``coding-agent worker: ...``).
+
+Why one module: :class:`Hooks` is the one place where each event meets its hook point, and
+those handlers share one state (the loaded hooks, the payload, the memo and namespace, the
+Stop continuations); each hook type's own running is already elsewhere (:mod:`.protocol`,
+:mod:`.prompt_hooks`, :mod:`.hook_agents`, :mod:`.mcp_hooks`, :mod:`.permission`), and
+splitting the handlers would scatter that shared state across modules.
 """
 
 from __future__ import annotations
@@ -94,6 +100,7 @@ from pico3 import (
 from .agent_hooks import AgentHooks
 from .contract import RUN_SETTINGS_SERVICE, HookInfo, HooksListing, HooksSummary
 from .hook_agents import HookAgents, ask_agent
+from .mcp_hooks import MCP_HOOK_TOOLS, McpHookRunner
 from .observer import follow_conversation
 from .on_failure import BLOCK, apply_on_failure
 from .permission import answer_permission
@@ -109,7 +116,7 @@ from .protocol import (
     run_command,
     tool_names,
 )
-from .settings import NOT_RUN_TYPES, HookSpec, LoadedHooks, load_hooks
+from .settings import HookSpec, LoadedHooks, load_hooks
 from .verdicts import (
     post_notes,
     pre_verdict,
@@ -145,6 +152,7 @@ class Hooks:
         self.agents = AgentHooks(harness, self.warn)  # each subagent's own (.agent_hooks)
         self.hook_agents = HookAgents()  # "type": "agent" hooks' subagents (.hook_agents)
         self.unchecked_models: list[HookSpec] = []  # checked once the session has a model
+        self.mcp = McpHookRunner()  # mcp_tool hooks, through the MCP feature's service
         self.harness = harness
 
     # -- loading ----------------------------------------------------------------------------
@@ -189,6 +197,8 @@ class Hooks:
             }
             if h.on_failure == BLOCK:
                 info["onFailure"] = BLOCK
+            if h.kind == "mcp_tool":
+                self.mcp.info(h.command, info)
             hooks.append(info)
         return {
             "hooks": hooks,
@@ -214,17 +224,26 @@ class Hooks:
     async def run(self, hook: HookSpec, payload: dict[str, Any], ctx: Context) -> HookRun:
         """Run one hook (inside the sandbox when the session's commands run there); what it
         says to the user (a failure, a timeout) is logged. A prompt hook asks a model
-        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`)."""
+        (:mod:`.prompt_hooks`), an agent hook a read-only subagent (:mod:`.hook_agents`), an
+        mcp_tool hook a tool of one of the session's MCP servers (:mod:`.mcp_hooks`)."""
         if hook.kind == "agent":
             return await ask_agent(self._harness, self.hook_agents, hook, payload, ctx, self.warn)
         if hook.kind == "prompt":
             return await ask_model(self._harness, hook, payload, ctx, self.warn)
         where = f"{hook.event} hook `{hook.label}` ({hook.source})"
-        if hook.kind == "unrun":  # a type not run here, kept for its onFailure "block"
-            kind = hook.label.split(" ", 1)[0]
-            why = NOT_RUN_TYPES.get(kind, "this type of hook is not run here")
-            failed = HookRun(None, "", f"it was not run: {why}")
-            return self._on_failure(hook, where, failed)
+        if hook.kind == "mcp_tool":  # a tool of a server the session runs (.mcp_hooks)
+            run = await self.mcp.run(hook.command, payload, hook.timeout, where, ctx)
+        else:
+            run = await self._run_command(hook, payload, where, ctx)
+        message = (run.output or {}).get("systemMessage")
+        if isinstance(message, str) and message.strip():  # for the user, not the model
+            _log.warning("%s: %s", where, message.strip())
+        return self._on_failure(hook, where, run)
+
+    async def _run_command(
+        self, hook: HookSpec, payload: dict[str, Any], where: str, ctx: Context
+    ) -> HookRun:
+        """Run a command (or HTTP) hook; a failure or a timeout is logged."""
         sandbox = self.sandbox()
         with cancel_scope(ctx):
             run = await run_command(
@@ -243,10 +262,7 @@ class Hooks:
             if refused:  # for the user: the hook ran in the sandbox, and that is why
                 detail += f" (it ran inside the sandbox: {refused.strip('[]')})"
             _log.warning("%s failed with exit code %s: %s", where, run.exit_code, detail)
-        message = (run.output or {}).get("systemMessage")
-        if isinstance(message, str) and message.strip():  # for the user, not the model
-            _log.warning("%s: %s", where, message.strip())
-        return self._on_failure(hook, where, run)
+        return run
 
     def _on_failure(self, hook: HookSpec, where: str, run: HookRun) -> HookRun:
         """``run`` as its event reads it: a failure of a hook with ``"onFailure": "block"``
@@ -580,8 +596,9 @@ class _ListingService:
 @define_facet("@pi/hooks")
 def session_facet(env: FacetEnvironment) -> None:
     """Load the hooks, register them on the hook points, run ``SessionStart`` (and
-    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user), and
-    provide ``hooks.list``."""
+    ``SessionEnd`` at deactivation) and ``Notification`` (when a call waits for the user),
+    provide ``hooks.list``, and follow the MCP feature's ``mcp.hook-tools`` when it runs
+    (``mcp_tool`` hooks: :mod:`.mcp_hooks`)."""
     harness = env.use(HarnessService)
     hooks = Hooks(harness)
     loaded = anyio.Event()
@@ -597,4 +614,6 @@ def session_facet(env: FacetEnvironment) -> None:
             await hooks.session_start(BACKGROUND)
 
     env.observe(ConversationService, lambda i, c: follow_conversation(hooks, loaded, i, c))
+    # optional: without the MCP feature there is no instance, and mcp_tool hooks fail
+    env.observe(MCP_HOOK_TOOLS, hooks.mcp.follow, optional=True)
     env.on_activate(activate)

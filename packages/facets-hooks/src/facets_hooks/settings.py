@@ -25,9 +25,10 @@ The shape is Claude Code's::
 
 Nothing is silently dropped and nothing is fatal: a file that is not JSON, or a part of one that
 is not in this shape (an unknown event, a matcher that is not a regular expression, a hook whose
-``type`` is not ``"command"``, ``"http"`` (:mod:`.http_hooks`), ``"prompt"``
-(:mod:`.prompt_hooks`) or ``"agent"`` (:mod:`.hook_agents`; these two on :data:`PROMPT_EVENTS`
-only; Claude Code's ``"mcp_tool"`` is named as not run), a missing ``command``, a bad
+``type`` is not ``"command"``, ``"http"`` (:mod:`.http_hooks`), ``"mcp_tool"``
+(:mod:`.mcp_hooks`: a ``server`` and a ``tool`` needed, ``input`` an object; every event but
+``SessionEnd``), ``"prompt"`` (:mod:`.prompt_hooks`) or ``"agent"`` (:mod:`.hook_agents`;
+these two on :data:`PROMPT_EVENTS` only), a missing ``command``, a bad
 ``timeout`` or ``model``), becomes one line of
 :attr:`LoadedHooks.problems` naming the file and the problem; the rest of the file loads. So does
 what this agent does not honour: a Claude Code event it does not run (with why), a matcher of an
@@ -51,11 +52,11 @@ from typing import Any
 
 from .contract import EVENTS, NOT_RUN_EVENTS
 from .http_hooks import http_command
+from .mcp_hooks import McpToolCall
 from .on_failure import BLOCK, CONTINUE, ON_FAILURE_TYPES
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "NOT_RUN_TYPES",
     "HookSpec",
     "LoadedHooks",
     "load_hooks",
@@ -73,15 +74,6 @@ PROMPT_TIMEOUT = 30.0
 AGENT_TIMEOUT = 60.0
 """Seconds an agent hook's subagent may take when its entry sets no ``timeout`` (Claude
 Code's)."""
-
-NOT_RUN_TYPES: dict[str, str] = {
-    "mcp_tool": "calling an MCP server's tool from a hook is not supported here; run the same "
-    'check as a "command" hook',
-}
-"""Claude Code hook types this agent does not run, each with what to do instead. Such a hook
-with ``"onFailure": "block"`` is loaded anyway, as a hook that always fails to start
-(:attr:`HookSpec.kind` ``"unrun"``): it blocks what it matches (fail closed) instead of a
-guard silently not running."""
 
 PROMPT_EVENTS = frozenset(
     {
@@ -151,11 +143,10 @@ class HookSpec:
     """Variables its command gets on top of the session's: a plugin's hook gets
     ``CLAUDE_PLUGIN_ROOT`` (its folder), which its command names as ``${CLAUDE_PLUGIN_ROOT}``."""
     kind: str = "command"
-    """``"command"`` (an HTTP hook too: its command is the program that posts), ``"prompt"``
+    """``"command"`` (an HTTP hook too: its command is the program that posts), ``"mcp_tool"``
+    (:mod:`.mcp_hooks`: :attr:`command` is the encoded call), ``"prompt"``
     (:mod:`.prompt_hooks`: :attr:`command` is the prompt a model reads) or ``"agent"``
-    (:mod:`.hook_agents`: :attr:`command` is the prompt a read-only subagent gets) or
-    ``"unrun"`` (a type of :data:`NOT_RUN_TYPES` with ``"onFailure": "block"``: it never runs,
-    each run fails to start, so it blocks)."""
+    (:mod:`.hook_agents`: :attr:`command` is the prompt a read-only subagent gets)."""
     model: str | None = None
     """A prompt or agent hook's ``model`` as written (``haiku``, ``provider/id``, ...):
     :func:`.prompt_hooks.hook_model` resolves it; ``None``: the session's model."""
@@ -319,27 +310,19 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                     continue
                 kind = hook.get("type", "command")  # pyright: ignore[reportUnknownMemberType]
                 on_failure = _on_failure(hook, kind, here, problems)  # pyright: ignore[reportUnknownArgumentType]
-                if kind in NOT_RUN_TYPES:
-                    if on_failure != BLOCK:
-                        problems.append(
-                            f"{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; skipped"
-                        )
-                        continue
-                    unrun = _unrun(hook, str(kind), event, matcher, here, problems)  # pyright: ignore[reportUnknownArgumentType]
-                    spec = HookSpec(
-                        event, matcher, unrun, DEFAULT_TIMEOUT, source, position, pattern
-                    )
-                    hooks.append(replace(spec, kind="unrun", on_failure=BLOCK))
-                    position += 1
-                    continue
-                if kind not in ("command", "http", "prompt", "agent"):
+                if kind not in ("command", "http", "mcp_tool", "prompt", "agent"):
                     problems.append(
                         f'{here}: type {json.dumps(kind)} is not supported (only "command", '
-                        '"http", "prompt" and "agent"); skipped'
+                        '"http", "mcp_tool", "prompt" and "agent"); skipped'
                     )
                     continue
                 shown = ""
-                if kind in ("prompt", "agent"):
+                if kind == "mcp_tool":
+                    posted = _mcp_tool(hook, event, here, problems)  # pyright: ignore[reportUnknownArgumentType]
+                    if posted is None:
+                        continue
+                    command, shown = posted
+                elif kind in ("prompt", "agent"):
                     posted = _prompt(hook, event, here, problems)  # pyright: ignore[reportUnknownArgumentType]
                     if posted is None:
                         continue
@@ -362,6 +345,8 @@ def parse_settings(data: object, source: str) -> tuple[list[HookSpec], list[str]
                 ]
                 spec = HookSpec(event, matcher, command, timeout, source, position, pattern, shown)  # pyright: ignore[reportUnknownArgumentType]
                 spec = replace(spec, on_failure=on_failure)
+                if kind == "mcp_tool":
+                    spec = replace(spec, kind=kind)
                 if kind in ("prompt", "agent"):
                     model = _model(hook.get("model"), here, problems)  # pyright: ignore[reportUnknownMemberType]
                     spec = replace(spec, kind=kind, model=model)
@@ -393,24 +378,6 @@ def _on_failure(hook: dict[str, Any], kind: object, here: str, problems: list[st
     return BLOCK
 
 
-def _unrun(
-    hook: dict[str, Any], kind: str, event: str, matcher: str, here: str, problems: list[str]
-) -> str:
-    """A hook of a type this agent does not run, kept because of ``"onFailure": "block"``: its
-    label (``mcp_tool <server>/<tool>``), and the problem line saying it blocks."""
-    server, tool = hook.get("server"), hook.get("tool")
-    named = " ".join(v for v in (server, tool) if isinstance(v, str) and v.strip())
-    label = f"{kind} {named}".strip()
-    what = f"every {event}"
-    if matcher not in ("", "*") and event in MATCHED_EVENTS:
-        what += f" its matcher {matcher!r} takes"
-    problems.append(
-        f'{here}: type {json.dumps(kind)}: {NOT_RUN_TYPES[kind]}; its onFailure is "block", '
-        f"so it blocks {what} (fail closed) until it is replaced"
-    )
-    return label
-
-
 def _prompt(
     hook: dict[str, Any], event: str, here: str, problems: list[str]
 ) -> tuple[str, str] | None:
@@ -430,6 +397,37 @@ def _prompt(
     first = prompt.strip().splitlines()[0]
     more = len(first) > 60 or "\n" in prompt.strip()
     return prompt, f"{kind}: {first[:60]}{'…' if more else ''}"
+
+
+def _mcp_tool(
+    hook: dict[str, Any], event: str, here: str, problems: list[str]
+) -> tuple[str, str] | None:
+    """An ``mcp_tool`` hook's ``(command, shown)`` (:mod:`.mcp_hooks`: the command is the
+    encoded call), or ``None`` with a problem."""
+    if event == "SessionEnd":
+        problems.append(
+            f"{here}: an mcp_tool hook cannot run at SessionEnd here (the worker is leaving "
+            'and its MCP servers with it); use a "command" hook; skipped'
+        )
+        return None
+    server, tool, template = hook.get("server"), hook.get("tool"), hook.get("input", {})
+    if not isinstance(server, str) or not server.strip():
+        problems.append(
+            f'{here}: an mcp_tool hook needs "server" (an MCP server name, as /mcp lists it); '
+            "skipped"
+        )
+        return None
+    if not isinstance(tool, str) or not tool.strip():
+        problems.append(
+            f'{here}: an mcp_tool hook needs "tool" (the server\'s tool name, without '
+            "mcp__<server>__); skipped"
+        )
+        return None
+    if not isinstance(template, dict):
+        problems.append(f'{here}: an mcp_tool hook\'s "input" must be an object; skipped')
+        return None
+    call = McpToolCall(server, tool, template)  # pyright: ignore[reportUnknownArgumentType]
+    return call.encode(), f"mcp_tool {server} {tool}"
 
 
 def _model(value: object, here: str, problems: list[str]) -> str | None:

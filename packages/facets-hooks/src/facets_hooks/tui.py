@@ -1,6 +1,7 @@
 """The hooks TUI facet: ``/hooks`` lists every hook the session loaded.
 
-Each hook shows its event, matcher, command, timeout and the settings file it came from; below
+Each hook shows its event, matcher, command (``mcp_tool <server> <tool>`` and its ``input`` for
+an MCP tool hook), timeout and the settings file it came from; below
 them, the files and entries that were not loaded (each naming the file and the problem) and an
 untrusted project's settings files whose hooks wait for ``/trust``. Read from the session's
 :data:`~.contract.HooksListing`.
@@ -8,6 +9,7 @@ untrusted project's settings files whose hooks wait for ``/trust``. Read from th
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +44,10 @@ def hooks_text(summary: HooksSummary) -> str:
         lines.append(f"{hook['event']}{matcher}: {hook['command']}")
         blocks = " · onFailure block" if hook.get("onFailure") == "block" else ""
         lines.append(f"    timeout {hook['timeout']:g} s{blocks} · {hook['source']}")
+        if "input" in hook:  # an mcp_tool hook: the tool's arguments, ${path} filled per call
+            lines.append(f"    input {json.dumps(hook['input'], ensure_ascii=False)}")
+        if hook.get("note"):
+            lines.append(f"    {hook.get('note')}")
     if summary["problems"]:
         lines.append("")
         lines.append("Not loaded:")

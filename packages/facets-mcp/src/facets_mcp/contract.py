@@ -24,6 +24,7 @@ __all__ = [
     "ElicitationRequest",
     "ElicitationResponse",
     "McpElicitations",
+    "McpHookTools",
     "McpPrompt",
     "McpResource",
     "McpSampling",
@@ -154,6 +155,16 @@ class McpServersApi(Protocol):
 
 McpServers = define_service("mcp.servers", McpServersApi)
 """Provided by the session facet; the TUI observes and calls it."""
+
+McpHookTools = define_service("mcp.hook-tools", local=True)
+"""The session's MCP servers' tools, for the hooks feature's ``"type": "mcp_tool"`` hooks: one
+local keyed instance (key ``"session"``) while the session facet is active, whose
+``async call(server, tool, arguments, seconds) -> {"text": ...} | {"error": why}`` (and
+``"timedOut": true`` when ``seconds`` passed) calls
+``tool`` of ``server`` (a server the session already runs, never a new one) and answers its
+text, or why it could not (not configured, not connected, unknown tool, the tool's own error,
+a timeout after ``seconds``). The hooks feature observes it with ``optional=True`` under the
+same id, so it works without this feature (docs/design/chord.md)."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 

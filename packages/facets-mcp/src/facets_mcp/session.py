@@ -74,7 +74,15 @@ if TYPE_CHECKING:
     from .client import ServerRunner
 
 from .config import CLIENT_SERVERS_SERVICE, load_config, with_client_servers
-from .contract import McpElicitations, McpSampling, McpServer, McpServers, McpState
+from .contract import (
+    McpElicitations,
+    McpHookTools,
+    McpSampling,
+    McpServer,
+    McpServers,
+    McpState,
+)
+from .hook_tools import HookTools
 from .mentions import mentions_registration
 from .offers import ProgressSlot, elicitation_asker, instructions_registration, resource_tools
 from .results import tool_declarations
@@ -263,6 +271,10 @@ class McpHost:
             self._runners[spec.name] = runner
             connection = _Connection(runner, attendance, config.idle_timeout)
             self._closers.append(self._connections.spawn(spec.name, connection))
+
+    def _running(self) -> Mapping[str, ServerRunner]:
+        """The session's server runners by name (none once it stops)."""
+        return {} if self._closing else self._runners
 
     async def stop(self) -> None:
         self._closing = True
@@ -516,6 +528,7 @@ def session_facet(env: FacetEnvironment) -> None:
     ``mcp.servers``."""
     harness = env.use(HarnessService)
     connections = env.provide_many(McpConnections)
+    hook_tools = env.provide_many(McpHookTools)
     elicitations = env.provide_many(McpElicitations)
     sampling = env.provide_many(McpSampling)
     host = McpHost(
@@ -531,6 +544,7 @@ def session_facet(env: FacetEnvironment) -> None:
     async def activate() -> None:
         env.own(host.stop)
         await host.start()
+        env.own(hook_tools.spawn("session", HookTools(host._running)))
 
     env.on_activate(activate)
 

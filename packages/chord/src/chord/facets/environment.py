@@ -268,6 +268,8 @@ class FacetRecord:
     singletons: list[SingletonProvision] = field(default_factory=list)
     keyed: list[KeyedProvision] = field(default_factory=list)
     handles: dict[str, Any] = field(default_factory=dict)
+    optional: set[str] = field(default_factory=set)
+    """Ids of keyed services observed with ``optional=True``: no provider is not an error."""
 
     @property
     def id(self) -> str:
@@ -321,9 +323,19 @@ class FacetEnvironment:
         return handle
 
     def observe(
-        self, service: Service[T], handler: Callable[[T, Context], Awaitable[None] | None]
+        self,
+        service: Service[T],
+        handler: Callable[[T, Context], Awaitable[None] | None],
+        *,
+        optional: bool = False,
     ) -> None:
-        """Require keyed ``service``; once active, run ``handler(instance, ctx)`` per live instance."""
+        """Require keyed ``service``; once active, run ``handler(instance, ctx)`` per live instance.
+
+        ``optional=True``: the one optional dependency chord has. When no facet (and no service
+        source) provides ``service``, the host starts anyway and the handler never runs (zero
+        instances); when one does, it is an ordinary requirement (its provider activates
+        first). A feature uses it to work with another feature when that one is loaded and
+        without it when it is not, joined only by the service id."""
         lifecycle = self._record.lifecycle
         lifecycle.assert_setting_up("observe services")
         _check_service(service)
@@ -332,6 +344,8 @@ class FacetEnvironment:
                 f"Facet {lifecycle.id} observe handler for {service.id} must be callable"
             )
         self._record.require(service, "keyed")
+        if optional:
+            self._record.optional.add(service.id)
         record = self._record
         kernel = self._kernel
         lifecycle.add_observation(lambda: kernel.start_observation(service, record, handler))

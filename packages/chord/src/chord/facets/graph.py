@@ -65,6 +65,8 @@ def activation_order(
             service_id = requirement.service.id
             provider = providers.get(service_id)
             if provider is None:
+                if service_id in record.optional:  # observed optionally: zero instances
+                    continue
                 raise RuntimeError(
                     f"Facet {record.id} requires local/{service_id}/{requirement.mode}, "
                     "but no facet provides it"

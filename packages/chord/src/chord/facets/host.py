@@ -221,6 +221,8 @@ class _Kernel:
         handler: Callable[[Any, Context], Awaitable[None] | None],
     ) -> Callable[[], None]:
         source = self._host._keyed_sources.get(service.id)
+        if source is None and service.id in record.optional:
+            return lambda: None  # nobody provides it: no instance, ever
         if source is None:
             raise RuntimeError(f"Service {service.id} is disconnected")
         lifecycle = record.lifecycle
@@ -711,7 +713,7 @@ class FacetHost:
                 if service_id in local or service_id in external:
                     continue
                 choice = offered.get(service_id)
-                if choice is None:
+                if choice is None and service_id not in record.optional:
                     if len(deferred) > 1:
                         raise RuntimeError(
                             f"Facet host service {service_id} has more than one deferred source"
