@@ -56,7 +56,7 @@ async def test_the_screen_lists_every_server_failed_first_and_gives_up_on_a_miss
             options = [o[3:] for o in dialog_options(screen)]
             # every server is listed (15 > the 12 lines the old panel had), failed ones first
             assert len(options) == MISSING + 3  # + echo, broken, Close
-            assert options[-2].startswith("● echo (stdio) ready · 7 tools")
+            assert options[-2].startswith("● echo (stdio) ready · 8 tools")
             assert all(o.startswith("✗ ") for o in options[: MISSING + 1])
             assert options[-1] == "Close"
             # the last failed server is reachable: scroll down to it and open it
