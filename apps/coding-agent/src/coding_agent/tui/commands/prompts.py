@@ -286,26 +286,24 @@ file found (:func:`refresh`)."""
 def approval_rules_facet(rules: list[Any]) -> Facet:
     """A facet handing the approval feature's ``approval.rules`` service to ``rules`` (the list
     :func:`prompt_commands_facet` gets) once active; apart, so those never wait for it."""
-
-    @define_facet("@coding-agent/prompt-command-rules")
-    def setup(env: FacetEnvironment) -> None:
-        service = env.use(APPROVAL_RULES)
-        env.on_activate(lambda: rules.append(service))
-        env.own(lambda: rules.remove(service) if service in rules else None)
-
-    return setup
+    return _handing("@coding-agent/prompt-command-rules", APPROVAL_RULES, rules)
 
 
 def subagent_forks_facet(forks: list[Any]) -> Facet:
     """A facet handing the subagents feature's ``subagents.fork`` service to ``forks`` (the list
     :func:`prompt_commands_facet` gets) once active: a command with ``context: fork`` runs
     through it; apart, so the commands never wait for the feature."""
+    return _handing("@coding-agent/prompt-command-forks", SUBAGENT_FORKS, forks)
 
-    @define_facet("@coding-agent/prompt-command-forks")
+
+def _handing(facet_id: str, token: Any, into: list[Any]) -> Facet:
+    """The facet ``facet_id`` that puts the service ``token`` in ``into`` while it is active."""
+
+    @define_facet(facet_id)
     def setup(env: FacetEnvironment) -> None:
-        service = env.use(SUBAGENT_FORKS)
-        env.on_activate(lambda: forks.append(service))
-        env.own(lambda: forks.remove(service) if service in forks else None)
+        service = env.use(token)
+        env.on_activate(lambda: into.append(service))
+        env.own(lambda: into.remove(service) if service in into else None)
 
     return setup
 
