@@ -51,9 +51,11 @@ A session committing alone
 --------------------------
 When no group is in flight, none is queued and the last group was the same session's commit
 alone, its next commit goes straight through: no queue, no wake-up, and its answer is awaited
-blocking for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``) rather than on the event
-loop, whose wait costs more CPU than pgbench spends on a whole commit. It is the same statement
-with the same per-row fence; only the waiting differs. It still gives the loop a turn, so the
+without the event loop for up to :data:`BLOCK_MS` (:func:`run_prepared`'s ``block``: spinning,
+so the thread never sleeps for a quick answer) rather than on the loop, whose wait costs more
+CPU than pgbench spends on a whole commit. It is the fence's statement for one row, without the
+arrays and without ``RETURNING`` (the command tag's row count says whether the row was stored);
+only the statement's form and the waiting differ. It still gives the loop a turn, so the
 other tasks run, once its statement is sent, while the server works on it (a turn before
 sending delayed the send by the turn's CPU: 8 % of a lone session's commits/s, issue 42), and
 at most one a millisecond (:data:`~pico3.storage.pg_prepared.TURN_EVERY_MS`: a turn per commit
@@ -75,7 +77,13 @@ import anyio
 import anyio.lowlevel
 
 from pico3.storage.base import LeaseLost, StorageFailed
-from pico3.storage.pg_prepared import BLOCK_MS, Pace, StatementFailed, run_prepared
+from pico3.storage.pg_prepared import (
+    BLOCK_MS,
+    Pace,
+    StatementFailed,
+    command_ok,
+    run_prepared,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -123,12 +131,13 @@ _PREPARE = (
 )
 _NAME_ONE = b"pico3_group_one"
 _PREPARE_ONE = (
-    # a group of one (a session committing alone): the same fence without the arrays, as
-    # cheap on the server as the plain INSERT (the unnest and the CTEs cost ~15 % of a commit)
+    # a group of one (a session committing alone): the same fence without the arrays (the
+    # unnest and the CTEs cost ~15 % of a commit) and without RETURNING (~4 % of the server's
+    # side of a commit): the command tag's row count says whether the row was stored
     "PREPARE pico3_group_one (text, int8, int8, int8, bytea) AS "
     "INSERT INTO pico3_commits (session, seq, epoch, max_id, writes) "
     "SELECT $1, $2, $3, $4, $5 FROM pico3_sessions WHERE session = $1 AND epoch = $3 "
-    "FOR SHARE SKIP LOCKED RETURNING session"
+    "FOR SHARE SKIP LOCKED"
 )
 _FORMATS = (1, 1, 1, 1, 1)
 _HEAD = struct.Struct("!iiIii").pack  # a binary array: 1 dimension, no NULLs, type, length, 1
@@ -372,8 +381,8 @@ class GroupCommitter:
         """One statement for ``batch``, straight through libpq with its parameters already in
         binary (no query conversion, no adaptation: a fraction of ``cursor.execute``'s client
         CPU); returns the items whose row was left out. ``alone``: nothing else is in flight,
-        so the answer is awaited blocking for up to :data:`BLOCK_MS` first
-        (:func:`run_prepared`'s ``block``)."""
+        so the answer is awaited without the loop for up to :data:`BLOCK_MS` first
+        (:func:`run_prepared`'s ``block``, spinning)."""
 
         if conn not in _PREPARED:
             await conn.execute(_PREPARE)
@@ -381,7 +390,7 @@ class GroupCommitter:
             _PREPARED.add(conn)
         n = len(batch)
         pace = self._pace if alone else None  # a group's answer is awaited on the loop
-        if n == 1:  # a group of one: its one row comes back if it was stored
+        if n == 1:  # a group of one: its command tag counts its row if it was stored
             one = batch[0]
             params: tuple[bytes, ...] = (
                 one.session.encode(),
@@ -390,8 +399,10 @@ class GroupCommitter:
                 _Q(one.max_id),
                 one.raw,
             )
-            results = await run_prepared(conn, _NAME_ONE, params, _FORMATS, pace=pace)
-            return [] if any(result.ntuples for result in results) else batch
+            results = await run_prepared(
+                conn, _NAME_ONE, params, _FORMATS, ok=command_ok(), pace=pace
+            )
+            return [] if any(result.command_tuples for result in results) else batch
         names = [i.session.encode() for i in batch]
         raws = [i.raw for i in batch]
         params = (

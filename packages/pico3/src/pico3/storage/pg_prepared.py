@@ -8,11 +8,21 @@ built by psycopg (a fraction of ``cursor.execute``'s client CPU). A commit's ans
 sooner than the event loop's own wait costs, so a caller with nothing else in flight may first
 wait for it without the loop, for at most :data:`BLOCK_MS`, while its last answer came that
 fast (:class:`Pace` keeps that).
+
+That wait spins (:func:`spin_until_readable`): it asks the socket without sleeping, giving the
+CPU to anything else runnable between asks, for at most twice the last answer's time. A wait
+that sleeps halts an idle virtual CPU whose guest has halt polling off (as this project's
+machines do), and the process woken by the answer then runs its next microseconds two to three
+times slower: a lone session's commits lost a fifth of their rate to it against pgbench's one
+client (docs/design/server-capacity.md, "Spinning for the answer"). The spin costs the CPU of
+the answer's wait, once per statement awaited that way, and only while answers come within
+:data:`BLOCK_MS`.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import select
 import time
 from collections.abc import Sequence
@@ -32,11 +42,17 @@ __all__ = [
     "command_ok",
     "connection_ok",
     "run_prepared",
+    "spin_until_readable",
 ]
 
 BLOCK_MS = 1
 """The most a statement sent with ``run_prepared(block=True)`` holds the event loop waiting
-for its answer (ms; ``poll``'s resolution)."""
+for its answer (ms)."""
+
+SPIN_FACTOR = 2
+"""A statement awaited without the loop spins for at most this many times its pace's last
+answer time (within :data:`BLOCK_MS`): an answer as quick as the last one is caught spinning,
+and one much later is left to the loop's wait without spinning long for it."""
 
 TURN_EVERY_MS = 1
 """How often, at least, statements awaited blocking through one :class:`Pace` give the event
@@ -53,11 +69,14 @@ class Pace:
     statements are never in flight together (a session's own connection, a committer's lone
     commits)."""
 
-    __slots__ = ("_fd", "_poller", "quick", "turned")
+    __slots__ = ("_fd", "_poller", "answer", "quick", "turned")
 
     def __init__(self) -> None:
         self.quick = True
         """The last answer timed came within :data:`BLOCK_MS` (so the next one blocks)."""
+        self.answer = BLOCK_MS / 1000
+        """How long (s) the last answer timed took: the next one spins for at most
+        :data:`SPIN_FACTOR` times that."""
         self.turned = 0.0
         """When (``time.monotonic()``) a statement of this pace last gave the loop a turn."""
         self._fd = -1
@@ -96,8 +115,8 @@ async def run_prepared(
     result must have (``TUPLES_OK`` unless given).
 
     ``block``: once the statement is sent, wait for the answer without the loop, for at most
-    :data:`BLOCK_MS` (one ``poll``: the thread sleeps, the loop's other tasks wait), then on
-    the loop as usual. A commit's answer comes within a WAL flush, often sooner than the
+    :data:`BLOCK_MS` (spinning, :func:`spin_until_readable`: the loop's other tasks wait), then
+    on the loop as usual. A commit's answer comes within a WAL flush, often sooner than the
     loop's own wait costs: registering the socket, a loop turn, a future, unregistering
     (~35 µs of CPU per wait, and 2-3x the wall time of a blocking wait, measured on
     loopback). Callers pass it only when nothing else of theirs is in flight and their last
@@ -130,8 +149,11 @@ async def run_prepared(
             await anyio.lowlevel.checkpoint()
             if pace is not None:
                 pace.turned = started
+        window = (
+            BLOCK_MS / 1000 if pace is None else min(BLOCK_MS / 1000, SPIN_FACTOR * pace.answer)
+        )
         try:
-            if (pace or Pace()).poller(fd).poll(BLOCK_MS):
+            if spin_until_readable((pace or Pace()).poller(fd), window):
                 pgconn.consume_input()
         except (OSError, ValueError):
             pass  # the loop's wait below reports what is wrong with the socket
@@ -154,8 +176,29 @@ async def run_prepared(
     if failed is not None:
         raise failed
     if pace is not None:  # block next time only if this answer came within the bound
-        pace.quick = time.monotonic() - started < BLOCK_MS / 1000
+        pace.answer = time.monotonic() - started
+        pace.quick = pace.answer < BLOCK_MS / 1000
     return results
+
+
+def spin_until_readable(poller: select.poll, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``poller``'s socket to be readable without the thread ever
+    sleeping: ask it (``poll`` with no timeout), and between asks give the CPU to whatever else
+    is runnable (``sched_yield``: with nothing else, the thread goes on at once). Returns
+    whether the socket became readable.
+
+    Why not sleep in ``poll``: a sleeping thread halts its idle virtual CPU (when the guest's
+    halt polling is off), and the wake-up makes the next microseconds of the process two to
+    three times slower (module doc). The cost is the CPU of the wait itself, so callers bound
+    ``seconds`` by what the answer is expected to take."""
+    if poller.poll(0):
+        return True
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        os.sched_yield()
+        if poller.poll(0):
+            return True
+    return False
 
 
 @functools.cache
