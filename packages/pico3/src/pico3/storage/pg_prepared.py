@@ -11,11 +11,11 @@ fast (:class:`Pace` keeps that).
 
 That wait spins (:func:`spin_until_readable`): it asks the socket without sleeping, giving the
 CPU to anything else runnable between asks, for at most twice the last answer's time. A wait
-that sleeps halts an idle virtual CPU whose guest has halt polling off (as this project's
-machines do), and the process woken by the answer then runs its next microseconds two to three
-times slower: a lone session's commits lost a fifth of their rate to it against pgbench's one
-client (docs/design/server-capacity.md, "Spinning for the answer"). The spin costs the CPU of
-the answer's wait, once per statement awaited that way, and only while answers come within
+that sleeps halts an idle virtual CPU whose guest has halt polling off (as on the KVM guests
+this was measured on), and the process woken by the answer then runs its next microseconds two
+to three times slower: a lone session's commits lost about a fifth of their rate to it
+(docs/design/server-capacity.md, "Spinning for the answer"). The spin costs the CPU of the
+answer's wait, once per statement awaited that way, and only while answers come within
 :data:`BLOCK_MS`.
 """
 
