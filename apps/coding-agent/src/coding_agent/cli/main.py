@@ -1072,6 +1072,18 @@ def _print_config(cwd: Path) -> int:
         print(f"# warning: {warning}")
     for note in config.notes:
         print(f"# pi: {note}")
+    # what a session started here picks up, through the loaders the session uses
+    from coding_agent.cli.config_sections import (
+        ORDER,
+        app_sections,
+        config_sections,
+        print_sections,
+        shorten,
+    )
+
+    sections = [*app_sections(cwd), *config_sections(cwd)]
+    sections.sort(key=lambda s: ORDER.index(s["title"]) if s["title"] in ORDER else len(ORDER))
+    print_sections(sections, sys.stdout, shorten(cwd))
     return 0
 
 
