@@ -117,6 +117,7 @@ async def _config(setup: dict[str, Path]) -> str:
 
 def _section(output: str, title: str) -> str:
     """The lines of section ``title`` (from its ``# title:`` line to the next section)."""
+    assert f"\n# {title}:" in output, f"no {title} section in:\n{output}"
     start = output.index(f"\n# {title}:")
     end = output.find("\n\n# ", start + 1)
     lines = output[start : end if end != -1 else None].splitlines()

@@ -439,7 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
         "config",
         help="print the effective configuration and where each value came from",
         description="Print the effective configuration (config.toml files, environment, "
-        "defaults) and where each value came from.",
+        "defaults) and where each value came from, then what a session started here loads: "
+        "context files (CLAUDE.md, AGENTS.md), hooks, subagents, skills, commands and MCP "
+        "servers, each with its file; an untrusted project's are listed as waiting for /trust "
+        "(nothing is run).",
     )
     commands.add_parser(
         "doctor",
