@@ -44,7 +44,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pico3 import claude_agent_id
 
@@ -76,6 +76,7 @@ __all__ = [
     "given_definitions",
     "load_definitions",
     "parse_definition",
+    "plugin_agent_paths",
     "user_agents_dir",
     "waiting_definitions",
 ]
@@ -197,6 +198,10 @@ class Definitions:
     """Loaded, with a note (a tool it does not get), each naming the file and line."""
     waiting: tuple[Waiting, ...] = field(default=())
     """The untrusted project's agent folders that hold ``*.md`` files, with their count."""
+    shadowed: tuple[tuple[AgentDefinition, str], ...] = field(default=())
+    """Each definition another of the same name replaced, with that one's ``source`` (a
+    project's ``reviewer`` over your ``~/.claude/agents/reviewer.md``): never run, listed by
+    ``coding-agent config``."""
 
 
 def agent_id(name: str) -> str:
@@ -372,6 +377,7 @@ def _folder(
     warnings: list[str],
     plugin: bool = False,
     project: bool = False,
+    shadowed: list[tuple[AgentDefinition, str]] | None = None,
 ) -> None:
     seen: dict[str, AgentDefinition] = {}  # this folder's (another folder's may be replaced)
     for path in _agent_files(folder):
@@ -397,6 +403,9 @@ def _folder(
         if project:
             definition = replace(definition, from_project=True)
         seen[definition.name] = definition
+        replaced = into.get(definition.name)
+        if shadowed is not None and replaced is not None:
+            shadowed.append((replaced, definition.source))
         into[definition.name] = definition
 
 
@@ -444,6 +453,19 @@ def waiting_definitions(
     return tuple(found)
 
 
+def plugin_agent_paths(plugins: object) -> list[str]:
+    """The agent paths of the ``claude_plugins`` harness service (``[{"agents": [path, ...]},
+    ...]``, what the app hands every feature); anything else is none."""
+    if not isinstance(plugins, list):
+        return []
+    paths: list[str] = []
+    for plugin in cast(list[Any], plugins):
+        agents = cast(dict[str, Any], plugin).get("agents") if isinstance(plugin, dict) else None
+        if isinstance(agents, list):
+            paths += [path for path in cast(list[Any], agents) if isinstance(path, str)]
+    return paths
+
+
 def load_definitions(
     *,
     project: str | os.PathLike[str] | None = None,
@@ -460,11 +482,12 @@ def load_definitions(
     agents: dict[str, AgentDefinition] = {GENERAL_PURPOSE.name: GENERAL_PURPOSE}
     errors: list[str] = []
     warnings: list[str] = []
+    shadowed: list[tuple[AgentDefinition, str]] = []
     for folder in map(Path, plugin_agents):
-        _folder(folder, agents, errors, warnings, plugin=True)
+        _folder(folder, agents, errors, warnings, plugin=True, shadowed=shadowed)
     users = agent_folders(project, False, env)  # a project at ~ has ~/.claude/agents as both
     for folder in agent_folders(project, project_trusted, env):
-        _folder(folder, agents, errors, warnings, project=folder not in users)
+        _folder(folder, agents, errors, warnings, project=folder not in users, shadowed=shadowed)
     given_definitions(given, agents, errors, warnings)
     waiting = () if project is None or project_trusted else waiting_definitions(project, env)
-    return Definitions(agents, tuple(errors), tuple(warnings), waiting)
+    return Definitions(agents, tuple(errors), tuple(warnings), waiting, tuple(shadowed))

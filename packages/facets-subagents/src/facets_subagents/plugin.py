@@ -7,7 +7,8 @@ from chord import Facet, hookimpl
 
 @hookimpl
 def chord_facets(host: str) -> list[Facet]:
-    """``"session"`` → the session facet, ``"tui"`` → the TUI facet, other hosts nothing."""
+    """``"session"`` → the session facet, ``"tui"`` → the TUI facet, ``"config"`` →
+    the ``coding-agent config`` section (:mod:`.config_section`), other hosts nothing."""
     if host == "session":
         from .session import session_facet
 
@@ -16,4 +17,8 @@ def chord_facets(host: str) -> list[Facet]:
         from .tui import tui_facet
 
         return [tui_facet]
+    if host == "config":  # coding-agent config: what a session loads, listed
+        from .config_section import config_facet
+
+        return [config_facet]
     return []

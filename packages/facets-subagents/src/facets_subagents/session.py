@@ -71,7 +71,14 @@ from .contract import (
     SubagentDefinitions,
     SubagentForks,
 )
-from .definitions import GENERAL_PURPOSE, AgentDefinition, Definitions, agent_id, load_definitions
+from .definitions import (
+    GENERAL_PURPOSE,
+    AgentDefinition,
+    Definitions,
+    agent_id,
+    load_definitions,
+    plugin_agent_paths,
+)
 from .kind import StepBoard, subagent_kind
 from .memory import prepare as prepare_memory
 
@@ -130,19 +137,6 @@ AGENT_PARAMETERS: dict[str, Any] = {
 }
 
 
-def _plugin_agents(plugins: object) -> list[str]:
-    """The agent paths of the ``claude_plugins`` harness service (``[{"agents": [path, ...]},
-    ...]``, what the app hands every feature); anything else is none."""
-    if not isinstance(plugins, list):
-        return []
-    paths: list[str] = []
-    for plugin in cast(list[Any], plugins):
-        agents = cast(dict[str, Any], plugin).get("agents") if isinstance(plugin, dict) else None
-        if isinstance(agents, list):
-            paths += [path for path in cast(list[Any], agents) if isinstance(path, str)]
-    return paths
-
-
 def _server_name(entry: Any) -> str:
     """An ``mcpServers`` entry's server name (a configured server's name, or ``{name: entry}``)."""
     if isinstance(entry, dict):
@@ -173,7 +167,7 @@ class Subagents:
             project=project,
             project_trusted=bool(services.get("project_trusted", False)),
             env=self.env,
-            plugin_agents=_plugin_agents(services.get("claude_plugins")),
+            plugin_agents=plugin_agent_paths(services.get("claude_plugins")),
             given=services.get(RUN_AGENTS_SERVICE),
         )
         missing = self.missing_skills()

@@ -439,7 +439,10 @@ def build_parser() -> argparse.ArgumentParser:
         "config",
         help="print the effective configuration and where each value came from",
         description="Print the effective configuration (config.toml files, environment, "
-        "defaults) and where each value came from.",
+        "defaults) and where each value came from, then what a session started here loads: "
+        "context files (CLAUDE.md, AGENTS.md), hooks, subagents, skills, commands and MCP "
+        "servers, each with its file; an untrusted project's are listed as waiting for /trust "
+        "(nothing is run).",
     )
     commands.add_parser(
         "doctor",
@@ -1072,6 +1075,18 @@ def _print_config(cwd: Path) -> int:
         print(f"# warning: {warning}")
     for note in config.notes:
         print(f"# pi: {note}")
+    # what a session started here picks up, through the loaders the session uses
+    from coding_agent.cli.config_sections import (
+        ORDER,
+        app_sections,
+        config_sections,
+        print_sections,
+        shorten,
+    )
+
+    sections = [*app_sections(cwd), *config_sections(cwd)]
+    sections.sort(key=lambda s: ORDER.index(s["title"]) if s["title"] in ORDER else len(ORDER))
+    print_sections(sections, sys.stdout, shorten(cwd))
     return 0
 
 

@@ -104,7 +104,6 @@ from coding_agent.session_files.folders import (
     update_settings,
 )
 from coding_agent.session_files.private import PrivacyError, private_dir, socket_folder
-from coding_agent.settings.claude_plugins import enabled_plugins
 from coding_agent.settings.config import ConfigError, load_config
 from coding_agent.settings.facets_site import activate as activate_facets_site
 from coding_agent.settings.git_approvals import SERVICE as GIT_APPROVALS_SERVICE
@@ -120,6 +119,7 @@ from coding_agent.settings.package_reload import (
 )
 from coding_agent.settings.permission_modes import PERMISSION_MODES
 from coding_agent.settings.permissions import PermissionFiles
+from coding_agent.settings.project_services import project_services
 from coding_agent.settings.run_options import (
     RunFlags,
     RunOptions,
@@ -132,11 +132,9 @@ from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
 from coding_agent.settings.secret_env import child_environment
 from coding_agent.settings.trust import (
     TrustError,
-    TrustStore,
     check_project,
-    check_project_servers,
 )
-from coding_agent.settings.xdg import claude_home, state_home
+from coding_agent.settings.xdg import state_home
 from coding_agent.worker.activity import ActivityWriter, activity_recorder, visit_recorder
 from coding_agent.worker.fallback import pick_fallback, with_fallback
 from coding_agent.worker.file_history import FileHistory, project_blobs
@@ -555,7 +553,7 @@ async def open_session_host(
             # the skills a subagent definition's skills: preloads (facets-subagents reads them
             # through this service: a feature never imports the app)
             "skills": SubagentSkills(session.cwd, config.env),
-            **_project_services(session.cwd, config.env),
+            **project_services(session.cwd, config.env),
         }
         if attendance is not None:
             services[ATTENDANCE_SERVICE] = attendance
@@ -774,34 +772,6 @@ def _settings_recorder(
             group.start_soon(carry)
 
     return record
-
-
-def _project_services(cwd: Path, env: Mapping[str, str] | None) -> dict[str, Any]:
-    """``project_root`` and ``project_trusted`` for features that read project files only in a
-    trusted project (facets-mcp's ``.mcp.json``, facets-subagents' agent definitions), and
-    ``project_mcp_approved``, the project's MCP servers the user approved as they are written
-    (none when the approvals cannot be read), ``claude_plugins``, the Claude Code plugins
-    enabled for this project (:func:`~coding_agent.settings.claude_plugins.enabled_plugins`:
-    the features read their parts); with ``env``, ``mcp_env`` too (where the user's
-    configuration is)."""
-    store = TrustStore.default(env)
-    try:
-        project = check_project(cwd, store=store)
-    except TrustError as exc:
-        _log.warning("%s; project files stay untrusted", exc)
-        return {"project_trusted": False, **({"mcp_env": dict(env)} if env is not None else {})}
-    found: dict[str, Any] = {"project_root": str(project.root), "project_trusted": project.trusted}
-    plugins = enabled_plugins(claude_home(env), project.root, project.trusted)
-    found["claude_plugins"] = [plugin.to_json() for plugin in plugins.plugins]
-    found["project_mcp_approved"] = {}
-    if project.trusted:
-        try:
-            found["project_mcp_approved"] = check_project_servers(project.root, store).approved
-        except TrustError as exc:
-            _log.warning("%s; the project's MCP servers are not started", exc)
-    if env is not None:
-        found["mcp_env"] = dict(env)
-    return found
 
 
 def _say_fallback(line: str) -> None:
