@@ -219,4 +219,4 @@ def test_the_dialog_names_every_rule_and_its_choice_keeps_them_all() -> None:
     decision = decision_for("rule:session", request)
     assert decision == {"decision": "allow", "by": "tui", "rules": RULES, "scope": "session"}
     assert check_decision(decision, request) == decision
-    assert standing_choice(request, "user", "editor")["rules"] == RULES
+    assert standing_choice(request, "user", "editor").get("rules") == RULES
