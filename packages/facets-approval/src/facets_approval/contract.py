@@ -73,6 +73,11 @@ validates a decision::
 
     check_mode("plan")      # -> "plan"
     check_mode("yolo")      # RemoteServiceError: Invalid permission mode 'yolo' (expected ...)
+
+Why one module: it is the wire contract between processes that share nothing else (the
+session worker, the TUI, the editor and SDK paths): each shape, the checks a receiver applies
+to it and the helpers that build and read it (:func:`offer_rules`, :func:`offered_rules`,
+:func:`standing_choice`) must change together, and a reader of one side finds all of it here.
 """
 
 from __future__ import annotations
