@@ -339,7 +339,7 @@ _APPROVAL_REQUEST: dict[str, Any] = {
     "taskId": 3,
     "name": "edit",
     "args": _EDIT_ARGS,
-    "rule": "Edit(./src/greeter.py)",  # the narrow standing rule the session offers (suggest_rule)
+    "rule": "Edit(./src/greeter.py)",  # the narrow standing rule the session offers (suggest_rules)
     "scopes": ["session", "project", "user"],
 }
 _QUESTION_REQUEST: dict[str, Any] = {

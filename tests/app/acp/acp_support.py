@@ -66,6 +66,8 @@ class Editor:
     def __init__(self) -> None:
         self.updates: list[dict[str, Any]] = []
         self.asked: list[tuple[str, list[str]]] = []
+        self.labels: list[list[str]] = []
+        """Each permission request's option names, as the editor shows them."""
         self.answers: list[str | None] = []
         self.asking = anyio.Event()
         self.running = anyio.Event()
@@ -134,6 +136,7 @@ class Editor:
 
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **_: Any):
         self.asked.append((tool_call.title, [o.option_id for o in options]))
+        self.labels.append([o.name for o in options])
         self.asking.set()
         answer = self.answers.pop(0) if self.answers else None
         if answer is None:

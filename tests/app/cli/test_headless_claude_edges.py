@@ -8,16 +8,12 @@ binary on the scripted faux model."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
+from tests.app.cli._scripted import run_scripted
 
 
 @pytest.fixture
@@ -26,21 +22,6 @@ def project(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "notes.txt").write_text("the build is green\n")
     return folder
-
-
-async def _run(
-    project: Path, env: dict[str, str], script: Any, *args: str
-) -> subprocess.CompletedProcess[str]:
-    path = project.parent / "faux-script.json"
-    path.write_text(json.dumps(script))
-    with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process(
-            [str(BINARY), "--faux-script", str(path), *args],
-            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    return subprocess.CompletedProcess(
-        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
-    )
 
 
 def _error_result(stdout: str) -> dict[str, Any]:
@@ -74,8 +55,8 @@ async def test_a_run_that_cannot_start_writes_the_error_result(
     says: str,
     output: str,
 ) -> None:
-    done = await _run(project, agent_env, [{"text": "never"}], "-p", "hi",
-                      "--output-format", output, *flags)  # fmt: skip
+    done = await run_scripted(project, agent_env, [{"text": "never"}], "-p", "hi",
+                              "--output-format", output, *flags, text=True)  # fmt: skip
     assert done.returncode == code, done.stderr
     result = _error_result(done.stdout)
     assert says in result["result"], result
@@ -87,18 +68,18 @@ async def test_a_run_that_cannot_start_writes_the_error_result(
 async def test_an_unknown_command_writes_the_error_result_and_a_parse_error_does_not(
     project: Path, agent_env: dict[str, str]
 ) -> None:
-    done = await _run(project, agent_env, [{"text": "never"}], "-p", "/no-such-command",
-                      "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, [{"text": "never"}], "-p", "/no-such-command",
+                              "--output-format", "json", text=True)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "/no-such-command" in _error_result(done.stdout)["result"]
 
     # argparse's own errors come before the format is known: stderr only, as Claude Code's
-    done = await _run(project, agent_env, [{"text": "never"}], "-p", "hi",
-                      "--output-format", "json", "--no-such-flag")  # fmt: skip
+    done = await run_scripted(project, agent_env, [{"text": "never"}], "-p", "hi",
+                              "--output-format", "json", "--no-such-flag", text=True)  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
     # text output keeps stdout empty on a failure
-    done = await _run(project, agent_env, [{"text": "never"}], "-p", "hi",
-                      "--settings", "missing.json")  # fmt: skip
+    done = await run_scripted(project, agent_env, [{"text": "never"}], "-p", "hi",
+                              "--settings", "missing.json", text=True)  # fmt: skip
     assert done.returncode == 2 and done.stdout == ""
 
 
@@ -121,8 +102,8 @@ SUBAGENT_SCRIPT = {
 async def test_stream_json_streams_a_subagents_messages_with_its_task_call_as_parent(
     project: Path, agent_env: dict[str, str]
 ) -> None:
-    done = await _run(project, agent_env, SUBAGENT_SCRIPT, "-p", "check",
-                      "--output-format", "stream-json")  # fmt: skip
+    done = await run_scripted(project, agent_env, SUBAGENT_SCRIPT, "-p", "check",
+                              "--output-format", "stream-json", text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     shape = [(line["type"], line.get("parent_tool_use_id", "-")) for line in lines]
@@ -168,8 +149,8 @@ async def test_settings_default_mode_is_the_runs_permission_mode(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     # acceptEdits: an edit runs unasked, and stderr says which mode and where from
-    done = await _run(project, agent_env, _write("edited.txt"), "-p", "go",
-                      "--settings", _settings(defaultMode="acceptEdits"))  # fmt: skip
+    done = await run_scripted(project, agent_env, _write("edited.txt"), "-p", "go", "--settings",
+                              _settings(defaultMode="acceptEdits"), text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (project / "edited.txt").read_text() == "x\n"
     assert "coding-agent: permission mode accept-edits (from permissions.defaultMode " in (
@@ -178,15 +159,16 @@ async def test_settings_default_mode_is_the_runs_permission_mode(
     # bypassPermissions is our auto: a command runs unasked (a file of settings, too)
     settings = project.parent / "ci-settings.json"
     settings.write_text(_settings(defaultMode="bypassPermissions"))
-    done = await _run(project, agent_env, _touch("bypassed"), "-p", "go",
-                      "--settings", str(settings), "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, _touch("bypassed"), "-p", "go",
+                              "--settings", str(settings), "--output-format", "json",
+                              text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (project / "bypassed").exists()
     assert f"permission mode auto (from permissions.defaultMode 'bypassPermissions' of " \
         f"--settings {settings}" in done.stderr  # fmt: skip
     # --permission-mode wins over the file, as in Claude Code
-    done = await _run(project, agent_env, _touch("asked"), "-p", "go", "--settings",
-                      str(settings), "--permission-mode", "ask")  # fmt: skip
+    done = await run_scripted(project, agent_env, _touch("asked"), "-p", "go", "--settings",
+                              str(settings), "--permission-mode", "ask", text=True)  # fmt: skip
     assert done.returncode == 3 and not (project / "asked").exists()
     assert "permission mode" not in done.stderr
 
@@ -203,8 +185,9 @@ async def test_a_disabled_bypass_refuses_settings_default_mode_bypass(
         user.parent.mkdir(parents=True, exist_ok=True)
         user.write_text(_settings(**disable))
         settings = _settings(defaultMode="bypassPermissions")
-    done = await _run(project, agent_env, _touch("bypassed"), "-p", "go",
-                      "--settings", settings, "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, _touch("bypassed"), "-p", "go",
+                              "--settings", settings, "--output-format", "json",
+                              text=True)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert not (project / "bypassed").exists()
     result = _error_result(done.stdout)
@@ -222,8 +205,9 @@ async def test_max_turns_with_wait_for_approval_is_enforced_by_the_sessions_work
     # --wait-for-approval runs the session in a worker of its own: the limit is the worker's
     steps = [{"toolCalls": [{"name": "bash", "arguments": {"command": f"touch t{n}"}}]}
              for n in (1, 2, 3)]  # fmt: skip
-    done = await _run(project, agent_env, steps, "-p", "go", "--wait-for-approval", "0",
-                      "--approve", "allow", "--max-turns", "2", "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, steps, "-p", "go", "--wait-for-approval", "0",
+                              "--approve", "allow", "--max-turns", "2", "--output-format", "json",
+                              text=True)  # fmt: skip
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert (result["subtype"], result["num_turns"]) == ("error_max_turns", 2)

@@ -9,17 +9,14 @@ import json
 import re
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
+from tests.app.cli._scripted import BINARY, TIMEOUT, run_scripted
 from tests.conftest import sigint_as_in_a_terminal
 
-BINARY = Path(sys.executable).with_name("coding-agent")
-TIMEOUT = 120
 USAGE = {
     "input_tokens",
     "output_tokens",
@@ -34,21 +31,6 @@ def project(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "notes.txt").write_text("the build is green\n")
     return folder
-
-
-async def _run(
-    project: Path, env: dict[str, str], steps: list[dict[str, Any]], *args: str
-) -> subprocess.CompletedProcess[str]:
-    script = project.parent / "faux-script.json"
-    script.write_text(json.dumps(steps))
-    with anyio.fail_after(TIMEOUT):
-        result = await anyio.run_process(
-            [str(BINARY), "--faux-script", str(script), *args],
-            env=env, cwd=project, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    return subprocess.CompletedProcess(
-        result.args, result.returncode, result.stdout.decode(), result.stderr.decode()
-    )
 
 
 def _read(path: str) -> dict[str, Any]:
@@ -67,8 +49,8 @@ async def test_json_is_one_result_object_with_claude_codes_fields(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     steps = [*READ_THEN_ANSWER, {"text": "Still green."}]  # the session goes on in its script
-    done = await _run(project, agent_env, steps, "-p", "how is the build?",
-                      "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, steps, "-p", "how is the build?",
+                              "--output-format", "json", text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()  # nothing but the JSON on stdout
     result = json.loads(line)
@@ -86,8 +68,9 @@ async def test_json_is_one_result_object_with_claude_codes_fields(
     assert 0 <= result["duration_api_ms"] <= result["duration_ms"]
 
     # the session id is ours: --resume takes it, and the result names the same session
-    again = await _run(project, agent_env, steps, "-p", "and now?",
-                       "--resume", result["session_id"], "--output-format", "json")  # fmt: skip
+    again = await run_scripted(project, agent_env, steps, "-p", "and now?",
+                               "--resume", result["session_id"], "--output-format", "json",
+                               text=True)  # fmt: skip
     assert again.returncode == 0, again.stderr
     follow = json.loads(again.stdout)
     assert (follow["session_id"], follow["result"]) == (result["session_id"], "Still green.")
@@ -97,8 +80,8 @@ async def test_json_is_one_result_object_with_claude_codes_fields(
 async def test_stream_json_starts_with_init_and_ends_with_the_result(
     project: Path, agent_env: dict[str, str]
 ) -> None:
-    done = await _run(project, agent_env, READ_THEN_ANSWER, "-p", "how is the build?",
-                      "--output-format", "stream-json")  # fmt: skip
+    done = await run_scripted(project, agent_env, READ_THEN_ANSWER, "-p", "how is the build?",
+                              "--output-format", "stream-json", text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(line["type"], line.get("subtype")) for line in lines] == [
@@ -143,8 +126,8 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     steps = [{"toolCalls": [_bash(f"touch turn{n}")]} for n in (1, 2, 3, 4)]
-    done = await _run(project, agent_env, steps, "-p", "go on", "--approve", "allow",
-                      "--max-turns", "2", "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, steps, "-p", "go on", "--approve", "allow",
+                              "--max-turns", "2", "--output-format", "json", text=True)  # fmt: skip
     assert done.returncode == 1, done.stderr
     result = json.loads(done.stdout)
     assert result["subtype"] == "error_max_turns"
@@ -158,22 +141,26 @@ async def test_max_turns_stops_a_model_that_keeps_calling_tools(
 
     # text: nothing on stdout, one line on stderr, exit 1
     steps = [{"toolCalls": [_read("notes.txt")]} for _ in range(4)]
-    done = await _run(project, agent_env, steps, "-p", "go on", "--max-turns", "1")
+    done = await run_scripted(
+        project, agent_env, steps, "-p", "go on", "--max-turns", "1", text=True
+    )
     assert done.returncode == 1
     assert done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("coding-agent: error: the run reached --max-turns 1 "), line
 
     # this agent's own --json: the result line is not ok, the error says why
-    done = await _run(project, agent_env, steps, "--json", "go on", "--max-turns", "1")
+    done = await run_scripted(
+        project, agent_env, steps, "--json", "go on", "--max-turns", "1", text=True
+    )
     assert done.returncode == 1
     last = json.loads(done.stdout.splitlines()[-1])
     assert last["type"] == "result" and last["ok"] is False
     assert last["error"].startswith("the run reached --max-turns 1 ")
 
     # a run that answers within the limit is a success
-    done = await _run(project, agent_env, READ_THEN_ANSWER, "-p", "how is it?",
-                      "--max-turns", "2", "--output-format", "json")  # fmt: skip
+    done = await run_scripted(project, agent_env, READ_THEN_ANSWER, "-p", "how is it?",
+                              "--max-turns", "2", "--output-format", "json", text=True)  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["subtype"] == "success"
 
@@ -184,8 +171,8 @@ async def test_max_turns_past_a_refused_call_blocks_the_next_turns_tools(
 ) -> None:
     steps = [{"toolCalls": [_bash("touch first")]}, {"toolCalls": [_bash("touch second")]},
              {"text": "never"}]  # fmt: skip
-    done = await _run(project, agent_env, steps, "-p", "go", "--max-turns", "1",
-                      "--output-format", "stream-json")  # fmt: skip
+    done = await run_scripted(project, agent_env, steps, "-p", "go", "--max-turns", "1",
+                              "--output-format", "stream-json", text=True)  # fmt: skip
     assert done.returncode == 1
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[0]["type"] == "system" and lines[-1]["type"] == "result"
@@ -207,7 +194,9 @@ async def test_a_failed_run_is_an_error_result_with_the_error_text(
     project: Path, agent_env: dict[str, str]
 ) -> None:
     steps = [{"error": "the provider is overloaded"}]
-    done = await _run(project, agent_env, steps, "-p", "hi", "--output-format", "json")
+    done = await run_scripted(
+        project, agent_env, steps, "-p", "hi", "--output-format", "json", text=True
+    )
     assert done.returncode == 1
     result = json.loads(done.stdout)
     assert result["subtype"] == "error_during_execution"
@@ -230,7 +219,7 @@ async def test_a_failed_run_is_an_error_result_with_the_error_text(
 async def test_a_bad_combination_is_a_usage_error(
     project: Path, agent_env: dict[str, str], flags: list[str], says: str
 ) -> None:
-    done = await _run(project, agent_env, [{"text": "never"}], *flags)
+    done = await run_scripted(project, agent_env, [{"text": "never"}], *flags, text=True)
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("coding-agent: error: ") and says in line, line

@@ -4,7 +4,8 @@ A standing choice at session scope survives a SIGKILLed worker; one at project s
 appended to the trusted project's ``.coding-agent/config.toml`` and ``/permissions`` (the
 approval feature's TUI facet, over the wire) removes it again; a deny rule in a trusted
 project's ``.claude/settings.json`` blocks a command with a reason naming the rule and the file,
-and the same file is not read while the project is untrusted.
+and the same file is not read while the project is untrusted. A compound command's standing
+choice keeps one rule per command, and nothing wider.
 """
 
 from __future__ import annotations
@@ -304,4 +305,44 @@ async def test_under_allow_bash_a_deny_rule_sees_what_bash_runs_unseen(
         await client.wait_for(client.turn_ended)
     assert len(client.approvals) == len(lines)  # each asked; `echo allowed` did not
     assert results(client)[-1].strip() == "allowed"
+    assert not marker.exists()
+
+
+async def test_a_compound_command_keeps_one_rule_per_command_and_nothing_wider(
+    session: Session, env: dict[str, str], tmp_path: Path
+) -> None:
+    """The dialog for ``cd sub && echo one`` offers ``Bash(cd:*)`` and ``Bash(echo:*)``
+    together; kept, they allow the same commands in another order without asking, and a line
+    with one more command asks again (denied here: its marker file is never created)."""
+    (session.cwd / "sub").mkdir()
+    marker = tmp_path / "MARKER"
+    steps = [
+        bash("cd sub && echo one"),
+        bash("echo two; cd sub"),  # the same commands, in another order
+        bash(f"cd sub && echo three && touch {marker}"),  # one more command
+        {"text": "done"},
+    ]
+    script = write_script(tmp_path / "script.json", steps)
+    offers: list[dict[str, Any]] = []
+
+    async def keep_then_deny(facade: Any, request: dict[str, Any], ctx: Context) -> None:
+        offers.append(request)
+        if len(offers) > 1:
+            return await deny(facade, request, ctx)
+        kept = {"decision": "allow", "by": "test", "rules": request["rules"], "scope": "session"}
+        await facade.decide(kept, BACKGROUND)
+
+    client = Client(approve=keep_then_deny)
+    async with (
+        worker_process(session, env, "--faux-script", str(script)) as worker,
+        connected(client, worker.socket),
+    ):
+        await client.root.send({"content": "go"}, BACKGROUND)
+        await client.wait_for(client.turn_ended)
+    assert offers[0]["rules"] == ["Bash(cd:*)", "Bash(echo:*)"]
+    assert "rule" not in offers[0] and offers[0]["scopes"] == ["session", "user"]
+    # the reordered line ran unasked; the longer one asked, offering only what is new
+    assert [o["args"] for o in offers[1:]] == [steps[2]["toolCalls"][0]["arguments"]]
+    assert offers[1]["rule"] == f"Bash(touch {marker})"
+    assert [text.strip() for text in results(client)[:2]] == ["one", "two"]
     assert not marker.exists()

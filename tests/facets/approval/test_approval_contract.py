@@ -48,7 +48,7 @@ def test_well_formed_decisions_are_returned_as_fresh_copies(value: dict[str, Any
         ({"decision": "allow", "by": 7}, "decision.by must be a non-empty string, got 7"),
         (
             {"decision": "allow", "always": True},
-            "unknown field(s) always (allowed: decision, by, rule, scope, sandboxed, remember)",
+            "unknown field(s) always (allowed: decision, by, rule, rules, scope, sandboxed, remember)",
         ),
         (
             {"decision": "deny", "rule": "Bash(ls:*)", "scope": "session"},

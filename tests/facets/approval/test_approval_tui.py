@@ -21,7 +21,7 @@ from facets_approval.tui import PREVIEW_LINES, describe_call, dialog_body, tui_f
 pytestmark = pytest.mark.anyio
 
 RULE = "Bash(rm -rf build/)"
-"""The narrow rule the scripted request offers (the session computes it: ``suggest_rule``)."""
+"""The narrow rule the scripted request offers (the session computes it: ``suggest_rules``)."""
 
 
 @pytest.mark.parametrize(
@@ -66,6 +66,28 @@ async def test_the_modal_shows_the_call_and_sends_the_chosen_decision(
             await dialog.answered.wait()
         assert dialog.answers == [decision]
         await app.until(lambda: app.dialog() is None)  # the modal slot was given back
+
+
+async def test_a_compound_command_s_standing_choice_names_and_keeps_every_rule(kit: Any) -> None:
+    rules = ["Bash(cd:*)", "Bash(npm test:*)"]
+    app = kit.DialogApp()
+    scripted = kit.ScriptedDialogs()
+    async with kit.shown(app, scripted, [tui_facet]) as pilot:
+        request = kit.bash_request(command="cd src && npm test")
+        request |= {"rules": rules, "scopes": ["session"]}
+        dialog, _close = scripted.open("1:call-1", request)
+        screen = await app.shown_dialog(pilot)
+        assert kit.options(screen) == [
+            "1. Allow once",
+            "2. Allow Bash(cd:*) and Bash(npm test:*) in this session",
+            "3. Deny",
+        ]
+        await pilot.press("2", "enter")
+        with anyio.fail_after(10):
+            await dialog.answered.wait()
+        assert dialog.answers == [
+            {"decision": "allow", "rules": rules, "scope": "session", "by": "tui"}
+        ]
 
 
 @pytest.mark.parametrize("letter", ["y", "a", "n"])

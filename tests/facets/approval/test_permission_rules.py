@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from facets_approval.rules import RuleError, RuleSet, SourcedRule, parse_rule
 from facets_approval.shell import analyse_command
-from facets_approval.suggest import suggest_rule
+from facets_approval.suggest import suggest_rules
 
 ROOT = "/work/project"
 HOME = "/home/me"
@@ -437,7 +437,8 @@ def test_the_shell_analysis(
         ("bash", {"command": "rg foo"}, "Bash(rg:*)"),
         ("bash", {"command": "grep -rn foo src"}, "Bash(grep:*)"),
         ("bash", {"command": "cat README.md"}, "Bash(cat:*)"),
-        ("bash", {"command": "npm run test && rm x"}, None),  # compound: no single rule fits
+        # compound: one rule per command (tests/facets/approval/test_compound_offer.py)
+        ("bash", {"command": "npm run test && rm x"}, "Bash(npm run test:*) Bash(rm x)"),
         ("bash", {"command": "ls > out"}, None),
         ("bash", {"command": "$CMD"}, None),
         ("edit", {"path": "src/app.py"}, "Edit(./src/app.py)"),
@@ -456,11 +457,11 @@ def test_the_shell_analysis(
 def test_the_narrow_rule_a_dialog_offers(
     tool: str, args: dict[str, object], offered: str | None
 ) -> None:
-    found = suggest_rule(tool, args, root=ROOT, workspace=ROOT)
-    assert found == offered
-    if found is not None:  # it parses and allows exactly this call
-        assert rules(f"allow {found}").evaluate(tool, args).kind == "allow"
-        assert found not in ("Bash", "Bash(*)")
+    found = suggest_rules(tool, args, root=ROOT, workspace=ROOT)
+    assert " ".join(found) == (offered or "")
+    if found:  # they parse and allow exactly this call
+        assert rules(*(f"allow {rule}" for rule in found)).evaluate(tool, args).kind == "allow"
+        assert not {"Bash", "Bash(*)"} & set(found)
 
 
 @pytest.mark.parametrize(
@@ -468,21 +469,21 @@ def test_the_narrow_rule_a_dialog_offers(
     [
         (("Bash(npm run test:*)",), "npm run test && npm run lint", "Bash(npm run lint:*)"),
         (("Bash(git diff:*)",), "git diff | grep -v x", "Bash(grep:*)"),
-        (("Bash(ls:*)",), "(ls; cd src && make)", None),  # two commands are not covered yet
+        (("Bash(ls:*)",), "(ls; cd src && make)", "Bash(cd:*) Bash(make)"),  # two, both
         (("Bash(ls:*)",), "ls $(rm x)", "Bash(rm x)"),
         ((), "ls -la $HOME", "Bash(ls:*)"),  # a run-time word after the prefix is fine
         ((), "rm -rf $DIR", None),  # an exact rule cannot hold $DIR
         ((), "$CMD", None),
     ],
 )
-def test_a_compound_line_is_offered_the_rule_for_its_one_uncovered_command(
+def test_a_compound_line_is_offered_the_rules_for_its_uncovered_commands(
     allowed: tuple[str, ...], command: str, offered: str | None
 ) -> None:
     existing = rules(*(f"allow {rule}" for rule in allowed))
-    found = suggest_rule("bash", {"command": command}, root=ROOT, workspace=ROOT, rules=existing)
-    assert found == offered
-    if found is not None:
-        with_it = rules(*(f"allow {rule}" for rule in (*allowed, found)))
+    found = suggest_rules("bash", {"command": command}, root=ROOT, workspace=ROOT, rules=existing)
+    assert " ".join(found) == (offered or "")
+    if found:
+        with_it = rules(*(f"allow {rule}" for rule in (*allowed, *found)))
         assert with_it.evaluate("bash", {"command": command}).kind == "allow"
 
 
@@ -611,10 +612,10 @@ def test_a_rule_naming_the_command_behind_a_wrapper_allows_it() -> None:
     assert verdict(named, "bash", command="sudo -u root rm x") is None  # names -u, not rm
     # beside a wrapper's rule, the dialog offers the exact line, which names what runs
     wrapper = rules("allow Bash(timeout:*)")
-    offered = suggest_rule(
+    offered = suggest_rules(
         "bash", {"command": "timeout 5 npm test"}, root=ROOT, workspace=ROOT, rules=wrapper
     )
-    assert offered == "Bash(timeout 5 npm test)"
+    assert offered == ("Bash(timeout 5 npm test)",)
 
 
 def test_bash_test_does_not_evaluate_the_text_of_eq(tmp_path: Path) -> None:

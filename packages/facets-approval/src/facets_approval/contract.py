@@ -23,6 +23,11 @@ conversation; ``project``: the trusted project's ``.coding-agent/config.toml``; 
 user's ``config.toml``). A decision ``{"decision": "allow", "rule": …, "scope": …}`` allows the
 call and adds that allow rule; :func:`check_decision` given the request refuses a rule or a scope
 the dialog did not offer. (This replaces the older ``always`` flag, which allowed a whole tool.)
+A compound command (``cd src && npm test``) may need one rule per command: the request then
+offers ``rules`` (``["Bash(cd:*)", "Bash(npm test:*)"]``) instead of ``rule``, and the decision
+``{"decision": "allow", "rules": [...], "scope": …}`` keeps all of them — exactly the offered
+list, never a part of it (:func:`offered_rules` reads either shape, :func:`standing_choice`
+answers it).
 
 **Rules.** :data:`ApprovalRulesService` (``approval.rules``) publishes every rule in force with
 its source and the problems found reading them (:class:`RulesState`); ``remove`` deletes one
@@ -68,11 +73,16 @@ validates a decision::
 
     check_mode("plan")      # -> "plan"
     check_mode("yolo")      # RemoteServiceError: Invalid permission mode 'yolo' (expected ...)
+
+Why one module: it is the wire contract between processes that share nothing else (the
+session worker, the TUI, the editor and SDK paths): each shape, the checks a receiver applies
+to it and the helpers that build and read it (:func:`offer_rules`, :func:`offered_rules`,
+:func:`standing_choice`) must change together, and a reader of one side finds all of it here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal, NotRequired, Protocol, TypedDict
 
 from chord import (
@@ -117,6 +127,9 @@ __all__ = [
     "check_rule_entry",
     "dialog_key",
     "next_mode",
+    "offer_rules",
+    "offered_rules",
+    "standing_choice",
     "stricter",
 ]
 
@@ -139,7 +152,8 @@ class ApprovalRequest(TypedDict):
     would let it run (an edit outside the project, of a file that makes the machine run code, or
     of the agent's own configuration; an ask rule). ``rule`` is the narrow allow rule the dialog
     may offer as a standing choice and ``scopes`` where it may be kept (both absent: no standing
-    choice).
+    choice); ``rules`` replaces ``rule`` when the choice keeps several (a compound command:
+    one per command not allowed yet), all or none. Set both through :func:`offer_rules`.
     """
 
     conversationId: int
@@ -151,6 +165,7 @@ class ApprovalRequest(TypedDict):
     overwrites: NotRequired[int]
     """For ``write``: the size in bytes of the existing file the call would replace."""
     rule: NotRequired[str]
+    rules: NotRequired[list[str]]
     scopes: NotRequired[list[RuleScope]]
     sandbox: NotRequired[bool]
     """``True``: the call can run inside the OS sandbox instead (a command, where a sandbox can
@@ -171,13 +186,15 @@ class HookRule(TypedDict):
 
 class ApprovalDecision(TypedDict):
     """A presentation's answer. ``rule`` and ``scope`` (together, only with ``allow``) also
-    keep the request's offered allow rule at that scope, so matching calls do not ask again;
+    keep the request's offered allow rule at that scope, so matching calls do not ask again
+    (``rules`` instead of ``rule``: the several rules a compound command's request offered);
     ``by`` names who decided (``"tui"``: a person in a dialog, whose denial reads "the user
     denied this call"; any other name shows in the block reason: ``"denied by headless"``)."""
 
     decision: Decision
     by: NotRequired[str]
     rule: NotRequired[str]
+    rules: NotRequired[list[str]]
     scope: NotRequired[RuleScope]
     sandboxed: NotRequired[bool]
     """With ``allow``, when the request offered ``sandbox``: run the call inside the OS sandbox
@@ -223,18 +240,89 @@ def _invalid(message: str) -> RemoteServiceError:
     return RemoteServiceError("service_invalid_value", f"Invalid approval decision: {message}")
 
 
+def offer_rules(request: ApprovalRequest, rules: Sequence[str], scopes: list[RuleScope]) -> None:
+    """Make ``request`` offer ``rules`` as its standing choice at ``scopes``: one rule as
+    ``rule``, several (a compound command's) as ``rules``; none leaves it without one."""
+    if len(rules) == 1:
+        request["rule"] = rules[0]
+    elif rules:
+        request["rules"] = list(rules)
+    else:
+        return
+    request["scopes"] = scopes
+
+
+def offered_rules(request: object) -> list[str]:
+    """The rules ``request``'s standing choice keeps (``[]``: it offers none): its ``rule``, or
+    its ``rules`` (a compound command's, kept together). Anything malformed offers nothing."""
+    if not isinstance(request, dict):
+        return []
+    rule: object = request.get("rule")  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(rule, str) and rule:
+        return [rule]
+    rules: object = request.get("rules")  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(rules, list) and rules and all(isinstance(r, str) and r for r in rules):  # pyright: ignore[reportUnknownVariableType]
+        return [str(r) for r in rules]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return []
+
+
+def standing_choice(request: object, scope: RuleScope, by: str) -> ApprovalDecision:
+    """The decision that allows ``request``'s call and keeps every rule it offers at
+    ``scope``, decided by ``by`` (``"tui"``, ``"editor"``…). Raises ``ValueError`` when the
+    request offers no rule (a presentation shows the choice only when it does)."""
+    offered = offered_rules(request)
+    if not offered:
+        raise ValueError("this approval request offers no standing rule to keep")
+    if len(offered) == 1:
+        return {"decision": "allow", "by": by, "rule": offered[0], "scope": scope}
+    return {"decision": "allow", "by": by, "rules": offered, "scope": scope}
+
+
+def _checked_rules(value: dict[str, object], request: object) -> list[str]:
+    """A decision's ``rule`` or ``rules`` as a list; given the ``request``, exactly what it
+    offered (a part of a compound command's rules is refused: the dialog showed them all)."""
+    if "rule" in value and "rules" in value:
+        raise _invalid("decision.rule and decision.rules cannot both be given")
+    if "rules" in value:
+        rules = value["rules"]
+        if (
+            not isinstance(rules, list)
+            or len(rules) < 2  # pyright: ignore[reportUnknownArgumentType]
+            or not all(isinstance(r, str) and r for r in rules)  # pyright: ignore[reportUnknownVariableType]
+        ):
+            raise _invalid(
+                f"decision.rules must be a list of two or more rules with a scope, got {rules!r}"
+            )
+        chosen = [str(r) for r in rules]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+        field = "rules"
+    else:
+        rule = value.get("rule")
+        if not isinstance(rule, str) or not rule:
+            raise _invalid(f"decision.rule must be a non-empty string with a scope, got {rule!r}")
+        chosen, field = [rule], "rule"
+    if isinstance(request, dict):
+        offered = offered_rules(request)
+        if chosen != offered:
+            shown = value[field]
+            raise _invalid(
+                f"decision.{field} {shown!r} is not what the dialog offered ({offered or None!r})"
+            )
+    return chosen
+
+
 def check_decision(value: object, request: object = None) -> ApprovalDecision:
     """Return ``value`` as a checked :class:`ApprovalDecision` (a fresh dict).
 
     Raises :class:`~chord.remote.RemoteServiceError` (``service_invalid_value``) naming the
     problem: not an object, an unknown key, a ``decision`` other than ``"allow"``/``"deny"``,
-    a ``by`` that is not a non-empty string, a ``rule`` without a ``scope`` (or the reverse), a
-    ``rule``/``scope`` with ``deny``, and — given the ``request`` it answers — a rule other than
-    the one the request offered or a scope not among its ``scopes``.
+    a ``by`` that is not a non-empty string, a ``rule`` (or ``rules``) without a ``scope`` (or
+    the reverse), a ``rule``/``scope`` with ``deny``, and — given the ``request`` it answers —
+    rules other than those the request offered (all of them) or a scope not among its
+    ``scopes``.
     """
     if not isinstance(value, dict):
         raise _invalid(f"expected an object, got {type(value).__name__}")
-    fields = ("decision", "by", "rule", "scope", "sandboxed", "remember")
+    fields = ("decision", "by", "rule", "rules", "scope", "sandboxed", "remember")
     unknown = sorted(str(key) for key in value if key not in fields)  # pyright: ignore[reportUnknownVariableType]
     if unknown:
         raise _invalid(f"unknown field(s) {', '.join(unknown)} (allowed: {', '.join(fields)})")
@@ -249,25 +337,23 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
         if not isinstance(by, str) or not by:
             raise _invalid(f"decision.by must be a non-empty string, got {by!r}")
         checked["by"] = by
-    if "rule" in value or "scope" in value:
-        rule, scope = value.get("rule"), value.get("scope")
+    if "rule" in value or "rules" in value or "scope" in value:
+        scope = value.get("scope")
         if decision != "allow":
             raise _invalid("decision.rule and decision.scope apply only to 'allow'")
-        if not isinstance(rule, str) or not rule:
-            raise _invalid(f"decision.rule must be a non-empty string with a scope, got {rule!r}")
+        chosen = _checked_rules(value, request)  # pyright: ignore[reportUnknownArgumentType]
         if scope not in RULE_SCOPES or not isinstance(scope, str):
             raise _invalid(f"decision.scope must be one of {', '.join(RULE_SCOPES)}, got {scope!r}")
         if isinstance(request, dict):
-            offered, scopes = request.get("rule"), request.get("scopes") or []  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            if rule != offered:
-                raise _invalid(
-                    f"decision.rule {rule!r} is not the rule the dialog offered ({offered!r})"
-                )
+            scopes = request.get("scopes") or []  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
             if scope not in scopes:
                 raise _invalid(
                     f"decision.scope {scope!r} is not offered here (offered: {scopes!r})"
                 )
-        checked["rule"] = rule
+        if "rules" in value:
+            checked["rules"] = chosen
+        else:
+            checked["rule"] = chosen[0]
         checked["scope"] = scope  # type: ignore[typeddict-item] - one of RULE_SCOPES
     if "sandboxed" in value:
         _check_sandboxed(value["sandboxed"], checked, request)
@@ -276,7 +362,8 @@ def check_decision(value: object, request: object = None) -> ApprovalDecision:
         remember = value["remember"]
         if not isinstance(remember, bool):
             raise _invalid(f"decision.remember must be a boolean, got {remember!r}")
-        if remember and (decision != "allow" or "rule" in checked or checked.get("sandboxed")):
+        keeps = "rule" in checked or "rules" in checked
+        if remember and (decision != "allow" or keeps or checked.get("sandboxed")):
             raise _invalid("decision.remember applies only to a plain 'allow'")
         if remember and isinstance(request, dict) and not request.get("repositories"):  # pyright: ignore[reportUnknownMemberType]
             raise _invalid("decision.remember: this dialog did not offer to remember")
@@ -290,7 +377,7 @@ def _check_sandboxed(sandboxed: object, checked: ApprovalDecision, request: obje
         raise _invalid(f"decision.sandboxed must be a boolean, got {sandboxed!r}")
     if sandboxed and checked["decision"] != "allow":
         raise _invalid("decision.sandboxed applies only to 'allow'")
-    if sandboxed and "rule" in checked:
+    if sandboxed and ("rule" in checked or "rules" in checked):
         raise _invalid("decision.sandboxed cannot keep a rule (it would run later calls outside)")
     if sandboxed and isinstance(request, dict) and request.get("sandbox") is not True:  # pyright: ignore[reportUnknownMemberType]
         raise _invalid("decision.sandboxed: this dialog did not offer the sandbox")

@@ -56,7 +56,7 @@ read *at decision time* (a mode changed while a turn runs applies to its next ca
      runs the call and keeps the session rules it carries, ``deny`` refuses it with the hook's
      message, and with ``interrupt`` then ends the turn) is the decision, stored as a
      dialog's is; no answer, or one not in its shape, goes on to the dialog. Then commit
-     ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rule`) at the
+     ``waiting`` (the view shows ``turn.tools[i].waitingOn = "approval"``), ask — the request offers a narrow standing rule (:func:`~.suggest.suggest_rules`; a compound command's one per command not allowed yet) at the
      scopes that can keep it, unless an ask rule or confinement made it ask — and store the
      answer with ``api.memo("decision", candidate)`` — first writer wins, and every racer gets
      the winner;
@@ -177,6 +177,8 @@ from .contract import (
     RuleEntry,
     check_decision,
     check_mode,
+    offer_rules,
+    offered_rules,
     stricter,
 )
 from .git_approvals import GitApprovals, Lookup, git_approvals, remember
@@ -208,7 +210,7 @@ from .restrictions import (
 from .rules import RuleSet, Verdict, tool_path
 from .sandboxing import SANDBOX_UNAVAILABLE, outside_sandbox
 from .searched import credentials_verdict, read_target, search_verdict, searches
-from .suggest import suggest_rule
+from .suggest import suggest_rules
 from .workdirs import WorkingDirectories, read_outside, working_directories
 
 __all__ = [
@@ -630,7 +632,7 @@ def install_approval(
         if stopping is not None and stopping.call_id != api.call_id:  # a hook stopped the turn
             return {"block": sibling_reason(tool, stopping)}
         safe = replay_safe(tool)
-        offer: str | None = None  # the standing rule a dialog with a reason offers all the same
+        offer: tuple[str, ...] = ()  # the standing rules a dialog with a reason offers all the same
         workspace = where()[0]
         restricted = store.restrictions()  # Claude Code's switches (.restrictions)
         pinned: str | None = None  # an edit's target the switches checked (resolved once)
@@ -664,7 +666,7 @@ def install_approval(
                 mode, _own, ruleset = await standing(api, workspace, restricted, ctx)
                 allows = ruleset.evaluate(tool, arguments, real=read).kind == "allow"
                 if mode != "auto" and not allows:
-                    verdict, offer = Verdict("ask", None, far.why), far.rule
+                    verdict, offer = Verdict("ask", None, far.why), (far.rule,)
             if verdict.kind != "ask":
                 checked(key, read)  # ...is what the tool reads (or it fails)
                 return None
@@ -780,12 +782,12 @@ def install_approval(
                 if reason is not None:
                     request["reason"] = reason
                 else:  # a standing choice: a narrow rule that would allow this very call
-                    offer = suggest_rule(
+                    offer = suggest_rules(
                         tool, arguments, root=store.root(), workspace=workspace, rules=ruleset
                     )
-                if offer is not None:  # also a read outside's Read(//its/folder), with its reason
-                    request["rule"] = offer
-                    request["scopes"] = store.scopes()
+                # also a read outside's Read(//its/folder), with its reason; a compound
+                # command's one rule per command not allowed yet, kept all together
+                offer_rules(request, offer, store.scopes())
                 if done is None and tool in rules.sandboxed and sandbox_ready():
                     request["sandbox"] = True  # "Allow inside the sandbox" (in ask mode, say)
                 if remembering:  # "Allow always while its git configuration stays as it is"
@@ -827,11 +829,12 @@ def install_approval(
             kept = decision.get("repositories")
             for problem in await anyio.to_thread.run_sync(remember, approvals, kept):
                 store.report(problem)
-        if decision.get("rule") and decision.get("scope"):
+        scope = decision.get("scope")
+        for kept in offered_rules(decision) if scope else ():  # checked: what was offered
             try:
-                await store.keep(decision["rule"], decision["scope"], api.conversation_id, ctx)
+                await store.keep(kept, scope, api.conversation_id, ctx)
             except (OSError, ValueError) as error:  # the call is allowed; the rule is not kept
-                store.report(f"the rule {decision['rule']} was not kept: {error}")
+                store.report(f"the rule {kept} was not kept: {error}")
         return done
 
     try:

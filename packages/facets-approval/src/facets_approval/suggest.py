@@ -1,9 +1,12 @@
-"""The narrow rule an approval dialog offers as its standing choice (:func:`suggest_rule`).
+"""The narrow rules an approval dialog offers as its standing choice (:func:`suggest_rules`).
 
 Never all of a tool that can do anything: for ``bash`` the command (and its subcommand, for
 commands that have subcommands) as a prefix, or the exact command when a prefix would be too
 broad (:data:`_EXACT_ONLY`, :data:`_GIT_EXACT`); for a file edit this path; for
-an MCP tool that tool. The offer is checked to allow the very call it is offered for.
+an MCP tool that tool. A compound bash line (``cd src && npm test``) is offered one such rule
+per command no allow rule covers yet, as Claude Code does, and only when the shell analysis
+sees the whole line (:attr:`~.shell.CommandAnalysis.allowable`). The offer is checked to allow
+the very call it is offered for.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from .rules import (
 )
 from .shell import analyse_command
 
-__all__ = ["suggest_rule"]
+__all__ = ["suggest_rules"]
 
 _EXACT_ONLY = frozenset(
     [
@@ -136,34 +139,39 @@ def _command_rule(words: tuple[str | None, ...]) -> str | None:
     return f"Bash({_quoted(keep)}:*)"
 
 
-def suggest_rule(
+def suggest_rules(
     tool: str,
     args: object,
     *,
     root: str | None = None,
     workspace: str | None = None,
     rules: RuleSet | None = None,
-) -> str | None:
-    """The narrow allow rule a dialog offers as its standing choice for this call, or ``None``.
+) -> tuple[str, ...]:
+    """The narrow allow rules a dialog offers as its standing choice for this call; empty: none.
 
-    ``bash``: the one command of the line that the allow rules in ``rules`` do not cover yet
-    (all of a one-command line) → its command and subcommand as a prefix (``npm run test:*``,
-    ``git diff:*``, ``ls:*``), or the exact command for commands whose prefix would be too broad
-    (``rm``, interpreters, ``curl``, …); a line with two uncovered commands, or one no command
-    rule can allow (:attr:`~.shell.CommandAnalysis.allowable`), gets none. ``edit`` →
-    ``Edit(./path)``, ``write`` → ``Write(./path)`` (``//abs`` outside the project), an MCP tool
-    → its own name, ``web_fetch`` → ``WebFetch(domain:host)``, another tool its name. Never ``Bash`` or ``Bash(*)``. The rule is checked
-    to allow this very call together with the allow rules already in ``rules``."""
+    ``bash``: one rule per command of the line that the allow rules in ``rules`` do not cover
+    yet, in the order the line runs them, each its command and subcommand as a prefix
+    (``npm run test:*``, ``git diff:*``, ``ls:*``), or the exact command for commands whose
+    prefix would be too broad (``rm``, interpreters, ``curl``, ``git push``, …): ``cd src &&
+    npm test`` → ``Bash(cd:*)``, ``Bash(npm test:*)``; two commands one rule covers get it
+    once. Nothing when the analysis cannot see the whole line
+    (:attr:`~.shell.CommandAnalysis.allowable`: it does not parse, hides a command, sets
+    variables, writes a file…) or when one uncovered command has no narrow rule (``rm -rf
+    $DIR``): the offer is all of them or none. ``edit`` → ``Edit(./path)``, ``write`` →
+    ``Write(./path)`` (``//abs`` outside the project), an MCP tool → its own name,
+    ``web_fetch`` → ``WebFetch(domain:host)``, another tool its name. Never ``Bash`` or
+    ``Bash(*)``. The rules are checked to allow this very call together with the allow rules
+    already in ``rules``."""
     fields: dict[str, object] = args if isinstance(args, dict) else {}  # pyright: ignore[reportUnknownVariableType]
     allows = [r for r in (rules.rules if rules is not None else ()) if r.kind == "allow"]
-    suggestion: str | None = None
+    suggestions: list[str | None] = []
     if tool == "bash":
         command = fields.get("command")
         analysis = analyse_command(command) if isinstance(command, str) else None
         if analysis is None or not analysis.allowable:
-            return None
-        uncovered = [
-            part
+            return ()
+        suggestions = [
+            _command_rule(part.words)
             for part in analysis.parts
             if not any(
                 r.rule.governs("bash")
@@ -177,19 +185,14 @@ def suggest_rule(
                 for r in allows
             )
         ]
-        if len(uncovered) != 1:
-            return None
-        suggestion = _command_rule(uncovered[0].words)
     elif tool in ("web_fetch", "fetch"):
         url = fields.get("url")
         host = (urlsplit(url).hostname or "") if isinstance(url, str) else ""
-        if not host:
-            return None
-        suggestion = f"WebFetch(domain:{host})"
+        suggestions = [f"WebFetch(domain:{host})" if host else None]
     elif tool in ("edit", "write"):
         path = fields.get("path")
         if not isinstance(path, str) or not path:
-            return None
+            return ()
         here = workspace or os.getcwd()
         target = tool_path(path, here)
         base = os.path.normpath(root or here)
@@ -198,16 +201,20 @@ def suggest_rule(
             escaped = "./" + re.sub(r"([*?\[\]\\])", r"\\\1", os.path.relpath(target, base))
         else:
             escaped = "/" + escaped
-        suggestion = f"{'Edit' if tool == 'edit' else 'Write'}({escaped})"
+        suggestions = [f"{'Edit' if tool == 'edit' else 'Write'}({escaped})"]
     else:
-        suggestion = tool
-    if suggestion is None:
-        return None
-    try:
-        rule = parse_rule(suggestion)
-    except RuleError:
-        return None
-    check = RuleSet(
-        [*allows, SourcedRule(rule, "allow", "session")], root=root, workspace=workspace
-    )
-    return suggestion if check.evaluate(tool, args).kind == "allow" else None
+        suggestions = [tool]
+    if not suggestions or None in suggestions:
+        return ()
+    offered = tuple(dict.fromkeys(s for s in suggestions if s is not None))
+    added: list[SourcedRule] = []
+    for text in offered:
+        try:
+            rule = parse_rule(text)
+        except RuleError:
+            return ()
+        if tool == "bash" and rule.whole_tool:
+            return ()  # never all of bash (no command rule parses to it; said, not assumed)
+        added.append(SourcedRule(rule, "allow", "session"))
+    check = RuleSet([*allows, *added], root=root, workspace=workspace)
+    return offered if check.evaluate(tool, args).kind == "allow" else ()

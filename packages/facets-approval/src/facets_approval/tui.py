@@ -69,6 +69,8 @@ from .contract import (
     ApprovalMode,
     PermissionMode,
     next_mode,
+    offered_rules,
+    standing_choice,
 )
 
 __all__ = [
@@ -119,7 +121,8 @@ def approval_choices(request: Any) -> list[Choice]:
     dialog opens; the dialog numbers them 1, 2, 3…): *Allow once*, *Allow inside the sandbox*
     (when the request offers ``sandbox``), *Allow always while this repository's git
     configuration stays as is* (when it names ``repositories``), one standing choice per scope the request offers (its
-    narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session"; never a whole tool like
+    narrow ``rule``, e.g. "Allow Bash(npm run test:*) in this session", or a compound command's
+    ``rules``, "Allow Bash(cd:*) and Bash(npm test:*) in this session"; never a whole tool like
     bash), and *Deny*."""
     choices = [Choice(ALLOW, "Allow once")]
     if isinstance(request, dict) and request.get("sandbox") is True:
@@ -130,12 +133,13 @@ def approval_choices(request: Any) -> list[Choice]:
         choices.append(
             Choice(REMEMBER, "Allow always while this repository's git configuration stays as is")
         )
-    rule = request.get("rule") if isinstance(request, dict) else None
+    offered = offered_rules(request)
     scopes = request.get("scopes") if isinstance(request, dict) else None
-    if isinstance(rule, str) and rule and isinstance(scopes, list):
+    if offered and isinstance(scopes, list):
+        named = " and ".join(filter(None, (", ".join(offered[:-1]), offered[-1])))
         for scope in scopes:
             if scope in SCOPE_LABELS:
-                choices.append(Choice(STANDING + scope, f"Allow {rule} {SCOPE_LABELS[scope]}"))
+                choices.append(Choice(STANDING + scope, f"Allow {named} {SCOPE_LABELS[scope]}"))
     choices.append(Choice(DENY, "Deny"))
     return choices
 
@@ -146,18 +150,17 @@ DIALOG_HINT = "esc denies (the turn goes on without it)"
 
 def decision_for(choice: str | None, request: Any = None) -> ApprovalDecision:
     """The decision a modal answer stands for (``None``, i.e. Escape, denies); a standing
-    choice carries the request's offered ``rule`` and its scope."""
+    choice carries the request's offered ``rule`` (or ``rules``) and its scope."""
     if choice == ALLOW:
         return {"decision": "allow", "by": "tui"}
     if choice == SANDBOXED:
         return {"decision": "allow", "by": "tui", "sandboxed": True}
     if choice == REMEMBER:
         return {"decision": "allow", "by": "tui", "remember": True}
-    if choice is not None and choice.startswith(STANDING) and isinstance(request, dict):
-        rule = request.get("rule")
+    if choice is not None and choice.startswith(STANDING) and offered_rules(request):
         scope = choice.removeprefix(STANDING)
-        if isinstance(rule, str) and scope in ("session", "project", "user"):
-            return {"decision": "allow", "by": "tui", "rule": rule, "scope": scope}  # type: ignore[typeddict-item]
+        if scope in ("session", "project", "user"):
+            return standing_choice(request, scope, "tui")  # type: ignore[arg-type]
     return {"decision": "deny", "by": "tui"}
 
 

@@ -94,7 +94,7 @@ def _every_path(rule: Rule) -> bool:
 def widens(rule: Rule, kind: str) -> str:
     """What an allow rule for a whole tool that asks allows (:func:`wide_allow`), said to the
     person adding it (``""`` for any other rule). The dialog never offers one
-    (:func:`~.suggest.suggest_rule`); a person may write it, in a file or in ``/permissions``
+    (:func:`~.suggest.suggest_rules`); a person may write it, in a file or in ``/permissions``
     after confirming, and a ``PermissionRequest`` hook's ``updatedPermissions`` never adds one.
     Deny and ask rules still win over it, and plan mode stays read-only."""
     wide = wide_allow(rule, kind)

@@ -359,11 +359,15 @@ class AcpSession:
                 if not isinstance(request, dict):
                     return
                 options = [PermissionOption(option_id="allow", name="Allow", kind="allow_once")]
-                if request.get("rule") and "session" in (request.get("scopes") or ()):
+                # the standing choice: one rule, or a compound command's rules, kept together
+                rule, rules = request.get("rule"), request.get("rules")
+                offered = [rule] if rule else list(rules) if isinstance(rules, list) else []
+                standing = {"rule": rule} if rule else {"rules": offered}
+                if offered and "session" in (request.get("scopes") or ()):
                     options.append(
                         PermissionOption(
                             option_id="always",
-                            name=f"Always allow {request['rule']} in this session",
+                            name=f"Always allow {' and '.join(map(str, offered))} in this session",
                             kind="allow_always",
                         )
                     )
@@ -379,12 +383,7 @@ class AcpSession:
                 title = start.title + (f" ({request['reason']})" if request.get("reason") else "")
                 chosen = await self._ask(start, title, options)
                 if chosen == "always":
-                    answer = {
-                        "decision": "allow",
-                        "by": "editor",
-                        "rule": request["rule"],
-                        "scope": "session",
-                    }
+                    answer = {"decision": "allow", "by": "editor", **standing, "scope": "session"}
                 elif chosen == "allow":
                     answer = {"decision": "allow", "by": "editor"}
                 else:
