@@ -24,6 +24,7 @@ can_focus
 _.border_title
 _.border_subtitle
 _.show_root  # Tree
+_.suggestion  # TextArea's ghost text, read by Textual (the prompt editor's argument hint)
 
 # Textual: callbacks it calls by name (compose, on_<event>, action_<binding>, check_action,
 # _watch_<reactive>)
