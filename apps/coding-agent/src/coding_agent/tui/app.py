@@ -645,7 +645,12 @@ class CodingAgentApp(App[None]):
         editor as it is."""
         name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
         if name not in self.tui.commands:
-            self.notify(unknown_command_message(name, self.tui.commands), severity="warning")
+            # lazy: start-up time (only an unknown command looks for the project's own)
+            from coding_agent.context.waiting import waiting_command
+
+            waiting = waiting_command(self.client.session.cwd, name) if name else None
+            message = unknown_command_message(name, self.tui.commands, waiting)
+            self.notify(message, severity="warning")
             self.editor.restore(text)
             return None
 
