@@ -31,7 +31,7 @@ def test_the_help_names_the_model_the_errors_name(agent_env: dict[str, str], tmp
     assert example == suggested == f"anthropic/{ANTHROPIC_ALIASES['sonnet']}"  # /model sonnet's
     from coding_agent.settings.model_config import EXAMPLE_MODEL
 
-    assert EXAMPLE_MODEL == example  # the one source both read
+    assert example == EXAMPLE_MODEL  # the one source both read
 
 
 def test_the_command_line_loads_no_model_names_before_help_is_asked() -> None:

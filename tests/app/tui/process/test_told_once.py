@@ -6,11 +6,11 @@ worker; notes that concern safety (``env``) are still told at every start, and
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from coding_agent.session_files.folders import create_session
@@ -64,8 +64,7 @@ async def test_the_model_note_is_told_once_per_value_and_env_every_time(
     changed = await _settings_toasts(kit, project, agent_env, tmp_path)
     assert changed == [first[0]], "a new value is told again"
 
-    listed = subprocess.run(
-        [str(BINARY), "config"], cwd=project, env=agent_env, capture_output=True, text=True,
-        timeout=120, check=True,
-    )  # fmt: skip
-    assert f"{settings}: `model`: this agent does not read Claude Code's model" in listed.stdout
+    listed = await anyio.run_process([str(BINARY), "config"], cwd=project, env=agent_env)
+    assert f"{settings}: `model`: this agent does not read Claude Code's model" in (
+        listed.stdout.decode()
+    )

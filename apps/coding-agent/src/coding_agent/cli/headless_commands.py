@@ -130,9 +130,7 @@ async def expand_prompt_command(
         skills = discover_skills(cwd, places=places)
         skill = skills.get(head.removeprefix("skill:"))
         if skill is None:
-            raise UnknownCommand(
-                _unknown(head, [f"skill:{k.name}" for k in skills.skills], cwd)
-            )
+            raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills], cwd))
         return _skill(skill, args, caller)
     templates = discover_templates(cwd, places=places)
     template = templates.get(head)

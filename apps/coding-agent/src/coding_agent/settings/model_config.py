@@ -290,8 +290,7 @@ def parse_model_ref(ref: str) -> tuple[str, str]:
         meant = claude_code_model(ref)
         hint = f"; for Claude Code's {ref!r}: {meant}" if meant else ""
         raise RegistryError(
-            f"--model must look like provider/model-id (e.g. {EXAMPLE_MODEL}), "
-            f"got {ref!r}{hint}"
+            f"--model must look like provider/model-id (e.g. {EXAMPLE_MODEL}), got {ref!r}{hint}"
         )
     return provider, model_id
 
