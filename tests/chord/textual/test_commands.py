@@ -154,10 +154,12 @@ class CommandApp(App[None]):
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
+        line = event.value
         event.input.value = ""
 
         async def run() -> None:
-            await self.tui.run_command(event.value, BACKGROUND)
+            if not await self.tui.run_command(line, BACKGROUND):
+                event.input.value = line  # not done: the line is back, to fix in place
             self.ran += 1
 
         self.run_worker(run(), group="commands")
@@ -170,6 +172,7 @@ def _toasts(app: App[Any]) -> list[tuple[str, str]]:
 
 async def _type(pilot: Pilot[None], app: CommandApp, line: str) -> None:
     before = app.ran
+    app.query_one("#prompt", Input).value = ""  # a refused line before stays: start afresh
     await pilot.press(*line, "enter")
     with anyio.fail_after(20):
         while app.ran == before:
@@ -202,6 +205,38 @@ async def test_every_failure_is_the_same_kind_of_toast_and_the_app_keeps_running
         assert counter.seen == ["hi there"]  # the refused /say never reached its handler
         unregister()
         assert not set(app.tui.commands) & {"bump", "say", "boom", "refuse"}
+
+
+@pytest.mark.parametrize(
+    ("line", "done"),
+    [
+        ("/bump 2", True),
+        ("/say soft hi", True),
+        ("/boom", False),  # failed
+        ("/refuse", False),  # refused by its handler (CommandError)
+        ("/say shout hi", False),  # refused before its handler (ArgumentError)
+        ("/bmup 2", False),  # no such command
+    ],
+)
+async def test_only_a_command_that_did_its_job_clears_the_line(line: str, done: bool) -> None:
+    """``run_command`` says whether the command did its job, so a refused one's line stays for
+    the user to fix (Claude Code and pi keep it) instead of being typed again."""
+    app = CommandApp()
+    async with app.run_test() as pilot:
+        register_commands(app.tui, TABLE, Counter())
+        assert await app.tui.run_command(line, BACKGROUND) is done
+        await _type(pilot, app, line)
+        assert app.query_one("#prompt", Input).value == ("" if done else line)
+
+
+async def test_a_plain_handler_says_it_did_not_do_its_job_by_returning_false() -> None:
+    app = CommandApp()
+    async with app.run_test():
+        app.tui.register_command("nothing", "Does nothing yet", lambda a, c: False)
+        app.tui.register_command("quiet", "Does its job", lambda a, c: None)
+        assert not await app.tui.run_command("/nothing", BACKGROUND)
+        assert await app.tui.run_command("/quiet", BACKGROUND)
+        assert not await app.tui.run_command("plain text", BACKGROUND)  # no command at all
 
 
 async def test_a_plain_handler_fails_the_same_way() -> None:

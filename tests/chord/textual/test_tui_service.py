@@ -160,7 +160,8 @@ async def test_commands_register_run_and_unregister() -> None:
         unregister()
         unregister()
         assert "index" not in app.tui.commands
-        assert await app.tui.run_command("/index", BACKGROUND)  # unknown now: notified, handled
+        # unknown now: notified, and not done (the app gives the user the line back)
+        assert not await app.tui.run_command("/index", BACKGROUND)
     assert seen == ["--full"]
 
 
@@ -176,7 +177,7 @@ async def test_a_failing_command_names_the_error_and_where_it_was_raised() -> No
     async with app.run_test():
         app.tui.notify = lambda message, severity="information": shown.append(message)  # type: ignore[method-assign]
         app.tui.register_command("boom", "Fails", boom)
-        assert await app.tui.run_command("/boom", BACKGROUND)
+        assert not await app.tui.run_command("/boom", BACKGROUND)  # failed: not done
     line = boom.__code__.co_firstlineno + 2
     assert shown == [
         f"/boom failed: ZeroDivisionError: integer division or modulo by zero "

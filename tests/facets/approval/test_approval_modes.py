@@ -453,7 +453,7 @@ async def test_the_mode_command_sets_picks_and_rejects(kit: Any, tmp_path: Path)
         assert "mode" in app.tui.commands and "shift+tab" in app.tui.keys
         assert await app.tui.run_command("/mode plan", BACKGROUND)
         await label_shows(app, pilot, "plan")
-        assert await app.tui.run_command("/mode bogus", BACKGROUND)
+        assert not await app.tui.run_command("/mode bogus", BACKGROUND)  # refused: not done
         await pilot.pause()
         messages = [str(n.message) for n in app._notifications]
         assert any("/mode failed" in m and "Invalid permission mode 'bogus'" in m for m in messages)

@@ -438,7 +438,7 @@ async def test_shift_tab_skips_a_disabled_auto_and_mode_auto_says_why(
         assert await s.stored_mode() == "ask"
         messages = [str(n.message) for n in app._notifications]
         assert f"Skipped auto: {auto_refusal(USER)}" in messages
-        assert await app.tui.run_command("/mode auto", BACKGROUND)
+        assert not await app.tui.run_command("/mode auto", BACKGROUND)  # refused: not done
         await pilot.pause()
         messages = [str(n.message) for n in app._notifications]
         assert any("/mode failed" in m and USER in m for m in messages), messages

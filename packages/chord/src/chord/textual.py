@@ -123,7 +123,11 @@ __all__ = [
 ]
 
 Severity = Literal["information", "warning", "error"]
-CommandHandler = Callable[[str, Context], Awaitable[None] | None]
+CommandHandler = Callable[[str, Context], Awaitable[bool | None] | bool | None]
+"""A ``/command``'s low-level handler: ``handler(argument_text, ctx)``. It returns ``False``
+when the command did not do its job and it said why itself (a :class:`BoundCommand` does so for
+the error it reported); anything else (``None``) is success. An exception it raises is a
+failure :meth:`TextualTui.run_command` reports."""
 KeyHandler = Callable[[Context], Awaitable[None] | None]
 ResultT = TypeVar("ResultT")
 
@@ -379,26 +383,30 @@ class TextualTui:
         return unregister
 
     async def run_command(self, line: str, ctx: Context) -> bool:
-        """Run ``/name args`` if ``name`` is registered; ``False`` when it is not a command.
+        """Run the ``/name args`` typed in ``line``; ``True`` when the command did its job.
 
-        A handler's exception is reported by :func:`report_command_error` (a
-        :class:`Command`'s handler reports its own the same way), never raised."""
+        ``False`` when it did not, and the user should get ``line`` back to fix it rather than
+        type it again: ``line`` is no ``/command``, ``name`` is not registered (a warning toast
+        says so), the command was refused or failed (its error toast, from
+        :func:`report_command_error`; a :class:`Command`'s handler reports its own the same
+        way and returns ``False``), or ``ctx`` was cancelled. Nothing is raised."""
         if not line.startswith("/"):
             return False
         name, _, args = line[1:].partition(" ")
         command = self.commands.get(name)
         if command is None:
             self.notify(f"Unknown command /{name}", severity="warning")
-            return True
+            return False
         try:
             result = command.handler(args.strip(), ctx)
             if inspect.isawaitable(result):
-                await result
+                result = await result
         except ContextCancelled:
-            pass
+            return False
         except Exception as exc:
             report_command_error(self, name, exc)
-        return True
+            return False
+        return result is not False
 
     def mount_panel(self, panel_id: str, factory: Callable[[], Widget]) -> Callable[[], None]:
         """Mount ``factory()`` in the panel container; the returned function removes it."""

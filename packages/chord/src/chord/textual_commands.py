@@ -23,6 +23,9 @@ the command's :class:`Arg` list are refused before the handler runs (an
 :class:`ArgumentError` naming the problem and the usage); a :class:`CommandError` the handler
 raises is shown as its message alone; any other exception becomes ``/name failed: error``. All
 are error toasts; none reaches the app. A cancelled context ends the command quietly.
+A command that failed in any of these ways did not do its job, and says so to whoever ran it
+(:meth:`BoundCommand.__call__` returns ``False``): an app keeps what the user typed then, so a
+typo is fixed in place rather than typed again (``/model sonet``).
 
 The registry of registered commands — what the palette, ``/help`` and completion read — is
 :attr:`chord.textual.TextualTui.commands`, one :class:`~chord.textual.SlashCommand` row per
@@ -64,7 +67,10 @@ class TuiService(Protocol):
     def notify(self, message: str, *, severity: Severity = "information") -> None: ...
 
     def register_command(
-        self, name: str, description: str, handler: Callable[[str, Context], Awaitable[None] | None]
+        self,
+        name: str,
+        description: str,
+        handler: Callable[[str, Context], Awaitable[bool | None] | bool | None],
     ) -> Callable[[], None]: ...
 
 
@@ -224,18 +230,21 @@ class BoundCommand(Generic[TargetT]):
     target: TargetT
     tui: TuiService
 
-    async def __call__(self, text: str, ctx: Context) -> None:
+    async def __call__(self, text: str, ctx: Context) -> bool:
+        """Run the command on ``text``; ``True`` when it did its job (its outcome, if any, was
+        said), ``False`` when it was refused, failed (the error was said) or was cancelled."""
         try:
             outcome = await self.command.run(self.target, text, ctx)
         except ContextCancelled:
-            return
+            return False
         except Exception as error:
             report_command_error(self.tui, self.command.name, error)
-            return
+            return False
         if isinstance(outcome, Notice):
             self.tui.notify(outcome.message, severity=outcome.severity)
         elif outcome:
             self.tui.notify(outcome)
+        return True
 
 
 def report_command_error(tui: TuiService, name: str, error: BaseException) -> None:

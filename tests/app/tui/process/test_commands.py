@@ -25,6 +25,12 @@ from coding_agent.tui.widgets.help import TextScreen
 pytestmark = pytest.mark.anyio
 
 
+async def _retype(pilot: Any, app: Any, line: str) -> None:
+    """Submit ``line`` in an emptied editor (a refused command's line stays in it)."""
+    app.editor.load_text("")
+    await pilot.press(*line, "enter")
+
+
 async def test_model_picker_lists_the_workers_models_and_switches_the_model(
     kit: Any, session: Session, agent_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -52,30 +58,33 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         )
         await app.wait_rendered()
         seen["footer"] = str(app.footer.status_line())
-        await pilot.press(*"/model nowhere", "enter")
+        await _retype(pilot, app, "/model nowhere")
         await kit.wait_for(
             pilot, lambda: any("not provider/id" in m for _, m in kit.toasts(app)), "the error"
         )
         # Claude Code's alias (its /model sonnet): refused, naming the ref it means here
-        await pilot.press(*"/model sonnet", "enter")
+        await _retype(pilot, app, "/model sonnet")
         await kit.wait_for(
             pilot, lambda: any("'sonnet' is not" in m for _, m in kit.toasts(app)), "the alias"
         )
         seen["alias"] = next(m for _, m in kit.toasts(app) if "'sonnet' is not" in m)
         # a model the worker does not list (issue 38): refused, naming it and the known ones
-        await pilot.press(*"/model faux/nope", "enter")
+        await _retype(pilot, app, "/model faux/nope")
         await kit.wait_for(
             pilot, lambda: any("Unknown model faux/nope" in m for _, m in kit.toasts(app)), "it"
         )
         seen["unknown"] = next(m for _, m in kit.toasts(app) if "Unknown model" in m)
         # a provider without its key: /model names the variable and leaves the model alone
-        await pilot.press(*"/model anthropic/claude-sonnet-4-6", "enter")
+        await _retype(pilot, app, "/model anthropic/claude-sonnet-4-6")
         await kit.wait_for(
             pilot,
             lambda: any("set ANTHROPIC_API_KEY" in m for _, m in kit.toasts(app)),
             "the missing key named",
         )
         seen["kept"] = app.view["config"].get("model")
+        await kit.wait_for(pilot, lambda: app.editor.text, "the refused line kept")
+        seen["line"] = app.editor.text
+        app.editor.load_text("")
         # a conversation on such a model anyway (set by another client): the send says it too
         model = {"provider": "google", "modelId": "gemini-2.5-pro"}
         await client.config_set({"model": model}, BACKGROUND)
@@ -95,6 +104,7 @@ async def test_model_picker_lists_the_workers_models_and_switches_the_model(
         "/model anthropic/claude-sonnet-4-6"
     ), seen["alias"]
     assert seen["kept"] == {"provider": "faux", "modelId": "faux-1"}
+    assert seen["line"] == "/model anthropic/claude-sonnet-4-6"  # refused: kept to fix
     assert seen["footer"].startswith("faux/faux-1 ")
     assert "ctx 0%" in seen["footer"]  # faux-1's 200,000-token window is known: % is shown
 

@@ -184,8 +184,10 @@ async def test_a_tui_that_starts_no_workers_switches_only_to_served_sessions(
             "the refusal",
         )
         seen["refused"] = app.client.session.session_id
+        typed = f"/resume {other.id}"
+        await kit.wait_for(pilot, lambda: app.editor.text == typed, "the refused line kept")
         await other_keeper.ensure_started()
-        await pilot.press(*f"/resume {other.id}", "enter")
+        await pilot.press("enter")  # the same line again, now that the worker serves
         await kit.wait_for(
             pilot,
             lambda: (

@@ -84,8 +84,10 @@ async def test_a_level_that_does_not_exist_is_refused_and_changes_nothing(
         await kit.wait_for(
             pilot, lambda: any(s == "error" for s, _ in kit.toasts(app)), "the error toast"
         )
-        # A later, valid command is carried out after the refused one: nothing was queued.
-        await pilot.press(*"/thinking low", "enter")
+        # The refused line stays to be fixed in place; the fixed one is carried out after
+        # the refused one: nothing was queued.
+        await kit.wait_for(pilot, lambda: app.editor.text == "/thinking huge", "the line kept")
+        await pilot.press(*["backspace"] * len("huge"), *"low", "enter")
         await kit.wait_for(pilot, lambda: _changes(kit, app, THINKING_CHANGE), "the valid one")
         seen["errors"] = [m for s, m in kit.toasts(app) if s == "error"]
         seen["entries"] = _changes(kit, app, THINKING_CHANGE)

@@ -46,7 +46,8 @@ from coding_agent.context.prompt_templates import (
 )
 from coding_agent.context.resources import FrontmatterError, Places
 from coding_agent.context.skills import Skill, discover_skills, invoke_skill
-from coding_agent.context.unknown_commands import close_names
+from coding_agent.context.unknown_commands import close_names, waiting_message
+from coding_agent.context.waiting import waiting_command
 
 __all__ = [
     "CheckCommand",
@@ -70,7 +71,12 @@ class UnknownCommand(Exception):
     closest ones."""
 
 
-def _unknown(head: str, names: list[str]) -> str:
+def _unknown(head: str, names: list[str], cwd: Path) -> str:
+    """The error for ``/head`` that names no template or skill: that it is the untrusted
+    project's command (it loads with ``--trust``), else the closest names."""
+    place = waiting_command(cwd, head)
+    if place is not None:
+        return waiting_message(head, place, "--trust (or /trust in the TUI)")
     close = close_names(head, names)
     hint = f"; did you mean {', '.join(f'/{n}' for n in close)}?" if close else ""
     return (
@@ -124,7 +130,7 @@ async def expand_prompt_command(
         skills = discover_skills(cwd, places=places)
         skill = skills.get(head.removeprefix("skill:"))
         if skill is None:
-            raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills]))
+            raise UnknownCommand(_unknown(head, [f"skill:{k.name}" for k in skills.skills], cwd))
         return _skill(skill, args, caller)
     templates = discover_templates(cwd, places=places)
     template = templates.get(head)
@@ -139,7 +145,7 @@ async def expand_prompt_command(
             *(t.name for t in templates.templates),
             *(n for k in skills.skills for n in k.slash_names),
         ]
-        raise UnknownCommand(_unknown(head, names))
+        raise UnknownCommand(_unknown(head, names, cwd))
     outputs: dict[str, str] = {}
     for command in shell_commands(template, args):
         await _check(template, command, approve, check)

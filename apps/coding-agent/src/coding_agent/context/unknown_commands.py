@@ -6,6 +6,10 @@ The TUI's "Unknown command" toast and ``-p``'s unknown-command error both name t
 commands (:func:`close_names`); the TUI adds the equivalent of a habitual name
 (:data:`EQUIVALENTS`, :func:`unknown_command_message`), so typing ``/clear`` says that ``/new``
 starts a fresh context rather than only that ``/clear`` is unknown.
+
+A name that is the untrusted project's own command (``/test`` of ``.claude/commands/test.md``:
+:func:`~coding_agent.context.waiting.waiting_command`) is no typo: both say that it loads once
+the project is trusted (:func:`waiting_message`) instead of naming the closest commands.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
-__all__ = ["EQUIVALENTS", "close_names", "unknown_command_message"]
+__all__ = ["EQUIVALENTS", "close_names", "unknown_command_message", "waiting_message"]
 
 EQUIVALENTS: dict[str, str] = {
     "clear": "/new starts a fresh context (Claude Code's /clear)",
@@ -47,10 +51,23 @@ def close_names(name: str, names: Iterable[str]) -> list[str]:
     return difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
 
 
-def unknown_command_message(name: str, names: Iterable[str]) -> str:
-    """The TUI's toast for ``/name`` when no command of ``names`` has that name: what does its
-    job here (a Claude Code or pi habit), else the closest commands, and the ``//`` escape that
-    sends text starting with ``/``."""
+def waiting_message(name: str, place: str, trust: str = "/trust") -> str:
+    """What to say about ``/name`` when the untrusted project's ``place`` (its file) defines
+    it: it is the project's command and loads after ``trust`` (the TUI's ``/trust``; ``-p``
+    names ``--trust``)."""
+    return (
+        f"/{name} is this project's command ({place}); it loads after {trust}: the project is "
+        "not trusted yet, so its commands are not read"
+    )
+
+
+def unknown_command_message(name: str, names: Iterable[str], waiting: str | None = None) -> str:
+    """The TUI's toast for ``/name`` when no command of ``names`` has that name: that it is the
+    untrusted project's command when ``waiting`` names its file (:func:`waiting_message`), else
+    what does its job here (a Claude Code or pi habit), else the closest commands, and the
+    ``//`` escape that sends text starting with ``/``."""
+    if waiting is not None:
+        return waiting_message(name, waiting)
     head = f"Unknown command /{name}"
     equivalent = EQUIVALENTS.get(name.lower())
     if equivalent is not None:

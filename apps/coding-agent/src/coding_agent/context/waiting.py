@@ -16,20 +16,33 @@ config and facet packages are set up when the session worker starts).
 
 Commands, skills and agents are counted with the walker that loads them
 (:mod:`coding_agent.context.folders`), so the count is what ``/trust`` loads.
+
+:func:`waiting_command` finds the one file behind a ``/NAME`` that waits: a user who types
+``/test`` in an untrusted project holding ``.claude/commands/test.md`` is told that ``/test`` is
+the project's command and loads after ``/trust`` (the TUI's unknown-command toast, ``-p``'s
+error), not offered the closest built-in commands as if it were a typo.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
-from coding_agent.context.folders import markdown_files, skill_files
+from coding_agent.context.folders import SKILL_FILE, markdown_files, skill_files
+from coding_agent.context.resources import Places
 from coding_agent.settings.trust import LOCAL_CONFIG_DIR, local_facets_dirs
 
-__all__ = ["Waiting", "describe_waiting", "waiting_for_trust"]
+__all__ = ["Waiting", "describe_waiting", "waiting_command", "waiting_for_trust"]
+
+COMMAND_PLACES = (".claude/commands", f"{LOCAL_CONFIG_DIR}/prompts", ".pi/prompts")
+"""A project's command (prompt template) folders, read once it is trusted."""
+SKILL_PLACES = (".claude/skills", f"{LOCAL_CONFIG_DIR}/skills", ".agents/skills", ".pi/skills")
+"""A project's skill folders, read once it is trusted (``.pi/skills`` takes loose ``.md``
+files as skills too, as pi does)."""
 
 
 class Waiting(msgspec.Struct, frozen=True):
@@ -82,11 +95,10 @@ def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
         if count:
             found.append(Waiting(place, count, unit, live))
 
-    for place in (".claude/commands", f"{LOCAL_CONFIG_DIR}/prompts", ".pi/prompts"):
+    for place in COMMAND_PLACES:
         add(place, _markdown_files(project / place), "command", True)
-    for place in (".claude/skills", f"{LOCAL_CONFIG_DIR}/skills", ".agents/skills"):
-        add(place, _skills(project / place), "skill", True)
-    add(".pi/skills", _skills(project / ".pi/skills", root_files=True), "skill", True)
+    for place in SKILL_PLACES:
+        add(place, _skills(project / place, root_files=place == ".pi/skills"), "skill", True)
     for place in (".claude/agents", f"{LOCAL_CONFIG_DIR}/agents"):
         add(place, _markdown_files(project / place), "agent", False)
     mcp = _json(project / ".mcp.json")
@@ -128,3 +140,31 @@ def waiting_for_trust(root: str | os.PathLike[str]) -> list[Waiting]:
 def describe_waiting(items: list[Waiting]) -> str:
     """``.claude/commands (57), .mcp.json (2 servers)``: the items, comma-separated."""
     return ", ".join(item.describe() for item in items)
+
+
+def waiting_command(
+    cwd: str | os.PathLike[str], name: str, env: Mapping[str, str] | None = None
+) -> str | None:
+    """The project-relative file (``.claude/commands/test.md``) that makes ``/name`` a command
+    once the project of working folder ``cwd`` is trusted; ``None`` when the project is trusted
+    already (its commands are loaded: ``/name`` is simply unknown) or holds no such command.
+
+    ``name`` is what was typed after ``/``: a command (``test``, ``tools:scaffold`` for
+    ``tools/scaffold.md``), a skill's folder name, or ``skill:NAME``. Only file and folder
+    names are looked at: nothing of an untrusted project is read."""
+    places = Places.find(cwd, env)
+    if places.trusted:
+        return None
+    project = places.project
+    skill = name.removeprefix("skill:")
+    if skill == name:
+        for place in COMMAND_PLACES:
+            for path, command in markdown_files(project / place):
+                if command == name:
+                    return str(path.relative_to(project))
+    for place in SKILL_PLACES:
+        for path in skill_files(project / place, root_files=place == ".pi/skills"):
+            named = path.parent.name if path.name == SKILL_FILE else path.stem
+            if named == skill:
+                return str(path.relative_to(project))
+    return None

@@ -55,7 +55,8 @@ asks for what this agent does anyway (``includeCoAuthoredBy: false``, an empty
 ``attribution``, ``respectGitignore: true``), reported where an invalid permission rule is: the worker's log (stderr in ``-p``), a
 notice in the TUI (the notes that arrive together folded into one, but for ``sandbox`` and
 ``permissions.*``: ``facets_approval.permissions_tui.problem_notices``), ``/permissions`` and
-``coding-agent config``. ``env`` is *not* honoured: in
+``coding-agent config``. The note about ``model`` is told once per distinct value, not at every
+start (:mod:`coding_agent.settings.told_notes`; ``coding-agent config`` always lists it). ``env`` is *not* honoured: in
 Claude Code those variables are set for Claude itself as well as its commands (its
 ``ANTHROPIC_*`` provider settings among them), and a project file that sets variables for every
 command (``BASH_ENV``, ``LD_PRELOAD``, ``PATH``, ``GIT_SSH_COMMAND``) is a way to run code in
@@ -299,11 +300,16 @@ def mode_note(path: Path, value: object, project: bool) -> str | None:
     )  # fmt: skip
 
 
-def unread_keys(path: Path, data: dict[str, Any], project: bool) -> list[str]:
+def unread_keys(
+    path: Path, data: dict[str, Any], project: bool, *, quiet: frozenset[str] = frozenset()
+) -> list[str]:
     """One note per key of the Claude Code settings ``data`` (read from ``path``, a project's
-    file when ``project``) that this agent does not honour (module docstring)."""
+    file when ``project``) that this agent does not honour (module docstring), but for the
+    top-level keys in ``quiet`` (notes already told: :mod:`coding_agent.settings.told_notes`)."""
     notes: list[str] = []
     for key, value in data.items():
+        if key in quiet:
+            continue
         if key == "sandbox":
             on = isinstance(value, dict) and cast(dict[str, Any], value).get("enabled") is True
             notes.append(_note(path, "sandbox.enabled" if on else "sandbox", _SANDBOX))

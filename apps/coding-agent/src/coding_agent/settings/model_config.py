@@ -55,6 +55,7 @@ from pico3.models import ANTHROPIC_ALIASES, ModelCost, ModelInfo
 __all__ = [
     "AWS_SECRET_VARIABLES",
     "CHAT_COMPLETIONS",
+    "EXAMPLE_MODEL",
     "GOOGLE_SECRET_VARIABLES",
     "LOCAL_COMPAT",
     "OPENAI_COMPAT",
@@ -266,6 +267,13 @@ class ModelEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
         )
 
 
+EXAMPLE_MODEL = f"anthropic/{ANTHROPIC_ALIASES['sonnet']}"
+"""The ``provider/id`` every example names (``coding-agent --help``, the errors about a model
+that is not ``provider/id``): Claude Code's ``sonnet`` on the ``anthropic`` provider, from the
+one table of current model names (:data:`pico3.models.ANTHROPIC_ALIASES`), so an example never
+names an older model than ``/model sonnet`` means."""
+
+
 def claude_code_model(ref: str) -> str | None:
     """The ``anthropic/…`` ref Claude Code means by ``ref`` when it is one of its names
     (``sonnet``, ``opus``, a bare ``claude-…`` id), else ``None``: ``--model`` and the TUI's
@@ -282,8 +290,7 @@ def parse_model_ref(ref: str) -> tuple[str, str]:
         meant = claude_code_model(ref)
         hint = f"; for Claude Code's {ref!r}: {meant}" if meant else ""
         raise RegistryError(
-            f"--model must look like provider/model-id (e.g. anthropic/claude-sonnet-4-6), "
-            f"got {ref!r}{hint}"
+            f"--model must look like provider/model-id (e.g. {EXAMPLE_MODEL}), got {ref!r}{hint}"
         )
     return provider, model_id
 

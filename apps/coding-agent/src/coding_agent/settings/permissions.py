@@ -62,6 +62,7 @@ from coding_agent.settings.claude_settings import (
 )
 from coding_agent.settings.config import project_config_path, user_config_path
 from coding_agent.settings.run_options import CLI_RULE_SOURCE
+from coding_agent.settings.told_notes import ToldNotes
 from coding_agent.settings.trust import (
     TrustError,
     TrustStore,
@@ -123,10 +124,19 @@ def _signature(path: Path) -> tuple[str, int, int] | tuple[str]:
 class PermissionFiles:
     """The rule files of the session whose folder is ``cwd`` (``env``: where ``HOME`` and
     ``XDG_CONFIG_HOME`` point; default ``os.environ``). The rules of this run's
-    ``--allowedTools`` / ``--disallowedTools`` join with :meth:`set_run_rules`."""
+    ``--allowedTools`` / ``--disallowedTools`` join with :meth:`set_run_rules`. ``told``: the
+    session worker's memory of notes told once (:mod:`coding_agent.settings.told_notes`);
+    without it (``coding-agent config``, the command line's checks) every note is listed."""
 
-    def __init__(self, cwd: str | os.PathLike[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str] | None = None,
+        *,
+        told: ToldNotes | None = None,
+    ) -> None:
         self._env = dict(os.environ if env is None else env)
+        self._told = told  # the session worker's: a note of TOLD_ONCE is told once per value
         self._run_rules: list[dict[str, str]] = []
         self._run_settings: tuple[str, dict[str, Any]] | None = None
         self.root = project_root_for(cwd)
@@ -334,7 +344,9 @@ class PermissionFiles:
                     found_data = cast(dict[str, Any], data)
                     self._claude.append((path, found_data))
                     project = scope != "claude-user"
-                    problems.extend(unread_keys(path, found_data, project))
+                    told = self._told
+                    quiet = told.quiet(path, found_data) if told is not None else frozenset()
+                    problems.extend(unread_keys(path, found_data, project, quiet=quiet))
                     if isinstance(table, dict) and "defaultMode" in table:
                         self._modes[scope] = (path, cast(dict[str, Any], table)["defaultMode"])
         except (ValueError, TypeError) as error:

@@ -637,13 +637,29 @@ class CodingAgentApp(App[None]):
 
     def _run_command(self, text: str) -> Any:
         """Run the slash command ``text`` in the background (its Textual worker), or, when no
-        command of that name is registered, say so and put the text back in the editor."""
+        command of that name is registered, say so and put the text back in the editor.
+
+        A command that is refused or fails (``/model sonet``: its error toast says why) also
+        puts ``text`` back, as Claude Code and pi keep a refused command's text: the user fixes
+        the typo instead of typing the line again. Only a command that did its job leaves the
+        editor as it is."""
         name = text[1:].split(maxsplit=1)[0] if text[1:].strip() else ""
         if name not in self.tui.commands:
-            self.notify(unknown_command_message(name, self.tui.commands), severity="warning")
+            # lazy: start-up time (only an unknown command looks for the project's own)
+            from coding_agent.context.waiting import waiting_command
+
+            waiting = waiting_command(self.client.session.cwd, name) if name else None
+            message = unknown_command_message(name, self.tui.commands, waiting)
+            self.notify(message, severity="warning")
             self.editor.restore(text)
             return None
-        return self.run_worker(self.tui.run_command(text, self._ctx), group="commands")
+
+        async def run() -> None:
+            done = await self.tui.run_command(text, self._ctx)
+            if not done and not self._ctx.cancelled:  # (cancelled: the app is closing)
+                self.editor.restore(text)
+
+        return self.run_worker(run(), group="commands")
 
     def _run_shell(self, text: str, command: str, include: bool) -> None:
         """``!cmd`` (output to the model) / ``!!cmd`` (not): run it in the worker."""

@@ -3,8 +3,8 @@
 Claude Code's ``claude -p … --fallback-model sonnet`` keeps a script running through an
 overloaded model; here the same::
 
-    coding-agent -p "review the diff" --model anthropic/claude-opus-4-5 \\
-        --fallback-model anthropic/claude-sonnet-4-5
+    coding-agent -p "review the diff" --model anthropic/claude-opus-4-7 \\
+        --fallback-model anthropic/claude-sonnet-4-6
 
 The run's model requests go through :class:`FallbackProvider`, which stands in for the main
 model's provider. A request the main model's provider fails, after its own retries

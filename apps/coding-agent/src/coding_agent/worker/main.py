@@ -130,6 +130,7 @@ from coding_agent.settings.run_options import (
 from coding_agent.settings.safety import unapproved_reason
 from coding_agent.settings.sandbox import sandbox_policy, session_sandbox
 from coding_agent.settings.secret_env import child_environment
+from coding_agent.settings.told_notes import ToldNotes
 from coding_agent.settings.trust import (
     TrustError,
     check_project,
@@ -516,7 +517,7 @@ async def open_session_host(
         shared = (
             StorageBox(lambda: _postgres_storage(config, processes)) if config.storage else None
         )
-        rule_files = PermissionFiles(session.cwd, config.env)
+        rule_files = PermissionFiles(session.cwd, config.env, told=ToldNotes.default(config.env))
         working_dirs = WorkingDirectories(
             config.add_dirs,
             agent_files(session.cwd, config.env or os.environ, session.path),

@@ -63,6 +63,7 @@ from chord import (
 )
 from coding_agent.context.system_prompt import estimate_tokens
 from coding_agent.contracts import WorkerStatusService
+from coding_agent.settings.model_config import EXAMPLE_MODEL
 from pico3.models import ModelInfo
 
 __all__ = ["MAX_NOTICES", "MAX_REPORTS", "STATUS_FACET_ID", "WorkerStatus", "model_choice"]
@@ -79,7 +80,7 @@ def model_choice(ref: str, status: Any) -> dict[str, str]:
     the problem (and the models there are)."""
     provider, _, model_id = ref.partition("/")
     if not provider or not model_id:
-        raise ValueError(f"a model is provider/id (anthropic/claude-sonnet-4-6), got {ref!r}")
+        raise ValueError(f"a model is provider/id ({EXAMPLE_MODEL}), got {ref!r}")
     status = status if isinstance(status, dict) else {}
     known = [
         f"{item['provider']}/{item['id']}"

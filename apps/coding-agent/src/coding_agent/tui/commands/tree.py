@@ -275,8 +275,8 @@ class TreeHost:
         self.restore_prompt = restore_prompt
         self.show_screen = show_screen
         # Set when the facet is active: ``/branch``'s handler (args ``N`` or ``#N``), for
-        # ``/resume branch N``.
-        self.switch_branch: Callable[[str, Context], Awaitable[None]] | None = None
+        # ``/resume branch N``; it returns whether it switched (else its toast said why).
+        self.switch_branch: Callable[[str, Context], Awaitable[bool]] | None = None
 
 
 def _plan_text(plan: Sequence[Mapping[str, Any]], cwd: Path | None) -> str:
