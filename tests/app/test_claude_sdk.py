@@ -5,7 +5,10 @@ stream-json`` and the control protocol (:mod:`coding_agent.cli.claude_control`):
 ``initialize`` handshake, prompts as user lines (several turns in one process), ``can_use_tool``
 requests that decide the approvals with ``--permission-prompt-tool stdio`` (a denied call does
 not run), ``interrupt``, ``set_permission_mode``, an error for a request not served, and
-``--include-partial-messages`` (``stream_event`` lines)."""
+``--include-partial-messages`` (``stream_event`` lines). "Always allow": the requests'
+``permission_suggestions`` are the approval dialog's narrow session rules, an allow that keeps
+them lets the matching calls run unasked, and any other ``updated_permissions`` refuses the
+call."""
 
 from __future__ import annotations
 
@@ -24,8 +27,10 @@ from claude_agent_sdk import (
     ClaudeAgentOptions,
     ClaudeSDKClient,
     Message,
+    PermissionResult,
     PermissionResultAllow,
     PermissionResultDeny,
+    PermissionUpdate,
     ResultMessage,
     StreamEvent,
     SystemMessage,
@@ -36,6 +41,7 @@ from claude_agent_sdk import (
     UserMessage,
     query,
 )
+from claude_agent_sdk.types import PermissionRuleValue
 
 BINARY = Path(sys.executable).with_name("coding-agent")
 TIMEOUT = 120
@@ -360,3 +366,208 @@ async def test_set_model_switches_the_model_of_the_next_turns(
     assert models == [
         ("faux/faux-1", "faux-1"), ("faux/faux-2", "faux-2"), ("faux/faux-1", "faux-1")
     ]  # fmt: skip
+
+
+def _session_rules(*rules: tuple[str, str | None]) -> dict[str, Any]:
+    """A ``permission_suggestions`` entry as Claude Code sends it: allow rules for this session."""
+    values = [{"toolName": t, **({"ruleContent": c} if c is not None else {})} for t, c in rules]
+    return {"type": "addRules", "destination": "session", "rules": values, "behavior": "allow"}
+
+
+@pytest.mark.anyio
+async def test_can_use_tool_suggests_the_dialogs_narrow_session_rules(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    suggested: dict[str, list[dict[str, Any]]] = {}
+
+    async def allow(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResult:
+        said = tool_input.get("command") or Path(tool_input["file_path"]).name
+        suggested[said] = [update.to_dict() for update in context.suggestions]
+        if said.startswith('touch "$PWD'):
+            return PermissionResultDeny(message="not this one")
+        return PermissionResultAllow()
+
+    write = {"name": "write", "arguments": {"path": "notes.txt", "content": "hi\n"}}
+    script = [
+        _bash("touch made.txt"),
+        _bash("mkdir -p out && git diff --stat"),
+        {"toolCalls": [write]},
+        _bash('touch "$PWD/late.txt"'),  # a word known only when it runs: no narrow rule
+        {"text": "Done."},
+    ]
+    options = _options(project, agent_env, script, can_use_tool=allow)
+    await _all(query(prompt="work", options=options))
+    assert suggested == {
+        "touch made.txt": [_session_rules(("Bash", "touch made.txt"))],  # touch: exact only
+        "mkdir -p out && git diff --stat": [  # a compound line: one rule per command
+            _session_rules(("Bash", "mkdir:*"), ("Bash", "git diff:*"))
+        ],
+        "notes.txt": [_session_rules(("Write", "./notes.txt"))],  # this path, not every write
+        'touch "$PWD/late.txt"': [],
+    }
+    assert (project / "made.txt").exists() and (project / "notes.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_an_allow_keeping_the_suggestion_lets_matching_calls_run_unasked(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    asked: list[str] = []
+
+    async def always(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        asked.append(tool_input["command"])
+        return PermissionResultAllow(updated_permissions=context.suggestions)
+
+    line = "mkdir -p out && touch out/made.txt"
+    script = [_bash(line), _bash(line), _bash("mkdir -p other"), _bash("touch elsewhere.txt"),
+              {"text": "Done."}]  # fmt: skip
+    async with ClaudeSDKClient(_options(project, agent_env, script, can_use_tool=always)) as client:
+        await client.query("work")
+        messages = await _all(client.receive_response())
+    # the same line runs unasked, and so does mkdir (its rule is mkdir:*); touch is exact only
+    assert asked == [line, "touch elsewhere.txt"]
+    assert [result.is_error for result in _tool_results(messages)] == [False] * 4
+    assert (project / "other").is_dir() and (project / "elsewhere.txt").exists()
+
+
+_SUGGESTED = [
+    PermissionRuleValue("Bash", "mkdir:*"),
+    PermissionRuleValue("Bash", "touch out/made.txt"),
+]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("update", "said"),
+    [
+        pytest.param(
+            PermissionUpdate("addRules", [PermissionRuleValue("Bash")], "allow",
+                             destination="session"),
+            "the rule 'Bash' was not suggested (suggested: 'Bash(mkdir:*)', "
+            "'Bash(touch out/made.txt)'); an SDK app cannot widen an approval",
+            id="all-of-bash",
+        ),
+        pytest.param(
+            PermissionUpdate("addRules", [_SUGGESTED[0], PermissionRuleValue("Bash", "touch:*")],
+                             "allow", destination="session"),
+            "the rule 'Bash(touch:*)' was not suggested",
+            id="a-wider-prefix",
+        ),
+        pytest.param(
+            PermissionUpdate("addRules", _SUGGESTED[:1], "allow", destination="session"),
+            "the suggested rules are kept all together, and Bash(touch out/made.txt) was left out",
+            id="a-part-of-the-compound-rules",
+        ),
+        pytest.param(
+            PermissionUpdate("addRules", _SUGGESTED, "allow", destination="localSettings"),
+            "an updatedPermissions addRules for 'localSettings' is not applied by coding-agent "
+            "(an SDK app does not write settings files here",
+            id="a-settings-file",
+        ),
+        pytest.param(
+            PermissionUpdate("addRules", _SUGGESTED, "deny", destination="session"),
+            "an updatedPermissions addRules with behavior 'deny' is not applied",
+            id="a-deny-rule",
+        ),
+        pytest.param(
+            PermissionUpdate("setMode", mode="bypassPermissions", destination="session"),
+            "an updatedPermissions 'setMode' is not applied by coding-agent",
+            id="set-mode",
+        ),
+        pytest.param(
+            PermissionUpdate("removeDirectories", directories=["/tmp"], destination="session"),
+            "an updatedPermissions 'removeDirectories' is not applied by coding-agent",
+            id="remove-directories",
+        ),
+    ],
+)  # fmt: skip
+async def test_updates_other_than_the_suggestion_refuse_the_call(
+    project: Path, agent_env: dict[str, str], update: PermissionUpdate, said: str
+) -> None:
+    asked: list[list[dict[str, Any]]] = []
+
+    async def allow(
+        name: str, tool_input: dict[str, Any], context: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        asked.append([s.to_dict() for s in context.suggestions])
+        return PermissionResultAllow(updated_permissions=[update])
+
+    line = "mkdir -p out && touch out/made.txt"
+    errors: list[str] = []
+    script = [_bash(line), _bash(line), {"text": "Refused."}]
+    options = _options(project, agent_env, script, can_use_tool=allow, stderr=errors.append)
+    messages = await _all(query(prompt="work", options=options))
+    assert asked == [[_session_rules(("Bash", "mkdir:*"), ("Bash", "touch out/made.txt"))]] * 2
+    assert not (project / "out").exists()  # neither call ran, and no rule was kept
+    first, second = _tool_results(messages)
+    assert first.is_error and second.is_error
+    assert said in str(first.content)  # the model reads why
+    assert "the call was refused" in str(first.content)
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and len(result.permission_denials or []) == 2
+    refusals = [e for e in errors if e.startswith("coding-agent: error: ")]
+    assert len(refusals) == 2 and all(said in e for e in refusals)
+    assert "the Agent SDK's can_use_tool for Bash allowed, but" in refusals[0]
+    assert not (project / ".claude").exists()  # no settings file was written
+
+
+def test_an_update_of_an_unknown_type_refuses_the_call(
+    project: Path, agent_env: dict[str, str]
+) -> None:
+    """An ``updatedPermissions`` entry of a type no SDK sends yet (the Python SDK refuses to
+    send one; another client may): spoken on the wire, the call is refused."""
+    script = project.parent / "script.json"
+    script.write_text(json.dumps([_bash("touch made.txt"), {"text": "Refused."}]))
+    env = {**agent_env, "XDG_CONFIG_HOME": str(project.parent / "config"),
+           "CODING_AGENT_WARM_START": "0"}  # fmt: skip
+    process = subprocess.Popen(
+        [str(BINARY), "--faux-script", str(script), "--output-format", "stream-json",
+         "--verbose", "--input-format", "stream-json", "--permission-prompt-tool", "stdio"],
+        cwd=project, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+
+    def send(line: dict[str, Any]) -> None:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(line) + "\n")
+        process.stdin.flush()
+
+    try:
+        send({"type": "user", "message": {"role": "user", "content": "make it"}})
+        lines: list[dict[str, Any]] = []
+        while not lines or lines[-1]["type"] != "result":
+            line = process.stdout.readline()
+            assert line, "the run ended before its result"
+            lines.append(json.loads(line))
+            if lines[-1]["type"] == "control_request":
+                request = lines[-1]
+                update = {"type": "grantEverything", "destination": "session"}
+                answer = {"behavior": "allow", "updatedInput": request["request"]["input"],
+                          "updatedPermissions": [update]}  # fmt: skip
+                send({"type": "control_response", "response": {"subtype": "success",
+                      "request_id": request["request_id"], "response": answer}})  # fmt: skip
+        process.stdin.close()
+        assert process.wait(timeout=TIMEOUT) == 0
+        errors = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+    assert not (project / "made.txt").exists()
+    assert [line["request"]["subtype"] for line in lines if line["type"] == "control_request"] == [
+        "can_use_tool"
+    ]
+    assert [d["tool_name"] for d in lines[-1]["permission_denials"]] == ["Bash"]
+    assert (
+        "coding-agent: error: the Agent SDK's can_use_tool for Bash allowed, but an "
+        "updatedPermissions 'grantEverything' is not applied by coding-agent"
+    ) in errors

@@ -26,7 +26,10 @@ import them. Where a client of the app must answer a feature's dialogs (``-p``, 
 the web page), it names the feature's service by id, once, here: :data:`APPROVAL_DIALOGS`,
 :data:`QUESTION_DIALOGS`, :data:`APPROVAL_MODE`, :data:`APPROVAL_RULES`, :data:`MCP_SAMPLING`,
 :data:`MCP_ELICITATIONS`, and where it runs a command with ``context: fork`` it asks the subagents
-feature for the subagent: :data:`SUBAGENT_FORKS`.
+feature for the subagent: :data:`SUBAGENT_FORKS`. What such a client reads of an approval
+request's standing choice, and how it answers "always allow in this session", is here too
+(:func:`session_rules_offered`, :func:`session_choice`): the TUI, an editor and the Agent SDK
+keep the same rules the same way.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ __all__ = [
     "WorkerStatusService",
     "WorkingDirs",
     "WorkingDirsService",
+    "session_choice",
+    "session_rules_offered",
 ]
 
 WorkerStatusService = define_service("coding-agent.worker")
@@ -193,6 +198,41 @@ WorkingDirsService = define_service("coding-agent.working-dirs", WorkingDirs)
 # -- feature services the app's clients name by id ---------------------------------------------
 APPROVAL_DIALOGS = define_service("pi.approval-dialog")
 """The approval feature's dialogs, keyed by id (``decide({"decision", "by"?})``)."""
+
+
+def session_rules_offered(request: object) -> list[str]:
+    """The narrow allow rules an :data:`APPROVAL_DIALOGS` request offers to keep for this
+    session (``[]``: none): its ``rule``, or a compound command's ``rules`` (kept all together,
+    never a part), when ``session`` is among its ``scopes``. The approval feature chose them
+    (facets-approval's ``suggest_rules``: never all of a tool that can do anything); a client
+    offers them as its "always allow in this session" choice and answers it with
+    ``{"decision": "allow", "rule"|"rules": …, "scope": "session"}``, which the feature checks
+    against the request again. Anything malformed offers nothing."""
+    if not isinstance(request, dict):
+        return []
+    scopes: Any = request.get("scopes")  # pyright: ignore[reportUnknownMemberType]
+    if not isinstance(scopes, list) or "session" not in scopes:
+        return []
+    rule: Any = request.get("rule")  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(rule, str) and rule:
+        return [rule]
+    rules: Any = request.get("rules")  # pyright: ignore[reportUnknownMemberType]
+    if isinstance(rules, list) and rules and all(isinstance(r, str) and r for r in rules):  # pyright: ignore[reportUnknownVariableType]
+        return [str(r) for r in rules]  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+    return []
+
+
+def session_choice(request: object, by: str) -> dict[str, Any]:
+    """The decision that allows ``request``'s call and keeps the rules it offers
+    (:func:`session_rules_offered`) for this session, decided by ``by``: the same answer the
+    TUI's and an editor's "always allow in this session" give. Raises ``ValueError`` when the
+    request offers no session rule."""
+    offered = session_rules_offered(request)
+    if not offered:
+        raise ValueError("this approval request offers no rule to keep for this session")
+    standing: dict[str, Any] = {"rule": offered[0]} if len(offered) == 1 else {"rules": offered}
+    return {"decision": "allow", "by": by, **standing, "scope": "session"}
+
 
 QUESTION_DIALOGS = define_service("pi.question-dialog")
 """The question feature's dialogs, keyed by id (``submit({"outcome", "answer"?, "by"?})``)."""

@@ -71,6 +71,8 @@ from coding_agent.contracts import (
     APPROVAL_MODE,
     QUESTION_DIALOGS,
     WorkerStatusService,
+    session_choice,
+    session_rules_offered,
 )
 from coding_agent.settings.permission_modes import MODE_SUMMARIES, PERMISSION_MODES
 from coding_agent.worker.main import WorkerConfig, load_features, open_session_host
@@ -360,10 +362,8 @@ class AcpSession:
                     return
                 options = [PermissionOption(option_id="allow", name="Allow", kind="allow_once")]
                 # the standing choice: one rule, or a compound command's rules, kept together
-                rule, rules = request.get("rule"), request.get("rules")
-                offered = [rule] if rule else list(rules) if isinstance(rules, list) else []
-                standing = {"rule": rule} if rule else {"rules": offered}
-                if offered and "session" in (request.get("scopes") or ()):
+                offered = session_rules_offered(request)
+                if offered:
                     options.append(
                         PermissionOption(
                             option_id="always",
@@ -383,7 +383,7 @@ class AcpSession:
                 title = start.title + (f" ({request['reason']})" if request.get("reason") else "")
                 chosen = await self._ask(start, title, options)
                 if chosen == "always":
-                    answer = {"decision": "allow", "by": "editor", **standing, "scope": "session"}
+                    answer = session_choice(request, "editor")
                 elif chosen == "allow":
                     answer = {"decision": "allow", "by": "editor"}
                 else:

@@ -30,6 +30,20 @@ its stdin open. Every line on stdin is one JSON object:
   an error answer, or stdin closing first refuses the call: nothing runs unapproved. A turn
   aborted while the SDK decides sends it a ``control_cancel_request`` for that request.
 
+  **"Always allow".** The request's ``permission_suggestions`` are the approval dialog's own
+  standing choice for this session (the narrow rules facets-approval offers: ``npm test:*``,
+  one per command of a compound line, an edit's path; never all of bash), as Claude Code's
+  ``PermissionUpdate``: one ``{"type": "addRules", "rules": [{"toolName", "ruleContent"}],
+  "behavior": "allow", "destination": "session"}`` (:func:`permission_suggestions`). An allow
+  whose ``updatedPermissions`` is that suggestion keeps its rules for this session, as the
+  dialog's session choice does, so the matching calls after it run without a request. Any
+  other update refuses the call, and a ``coding-agent: error:`` line on stderr and the
+  refusal the model reads say why (:func:`kept_rules`): a ``destination`` that is a settings
+  file (an SDK app does not write them here), another ``type`` (``setMode``,
+  ``replaceRules``, ``removeRules``, ``addDirectories``…), a ``deny`` or ``ask`` behavior, a
+  rule that was not suggested (an SDK app cannot widen an approval beyond the offered narrow
+  rules), or a part of a compound line's rules.
+
 Lines that are not JSON objects, or of another type, are reported on stderr (one
 ``coding-agent: warning:`` line each) and skipped.
 """
@@ -40,7 +54,7 @@ import itertools
 import json
 import os
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TextIO, cast
 
 import anyio
@@ -53,7 +67,11 @@ __all__ = [
     "ControlChannel",
     "Permission",
     "UnsupportedContent",
+    "UnsupportedUpdate",
+    "kept_rules",
+    "permission_suggestions",
     "prompt_content",
+    "rule_value",
 ]
 
 CONTROL_SUBTYPES = ("initialize", "interrupt", "set_permission_mode", "set_model")
@@ -110,14 +128,114 @@ def prompt_content(message: Mapping[str, Any]) -> str | list[dict[str, Any]]:
     return blocks
 
 
+def rule_value(rule: str) -> dict[str, str]:
+    """Claude Code's ``PermissionRuleValue`` of one of our permission rules (the same grammar:
+    the tool's name, then what it matches in parentheses): ``Bash(npm test:*)`` →
+    ``{"toolName": "Bash", "ruleContent": "npm test:*"}``, ``mcp__github__get_issue`` →
+    ``{"toolName": "mcp__github__get_issue"}``."""
+    name, bracket, content = rule.partition("(")
+    if bracket and content.endswith(")"):
+        return {"toolName": name.strip(), "ruleContent": content[:-1]}
+    return {"toolName": rule.strip()}
+
+
+def permission_suggestions(offered: Sequence[str]) -> list[dict[str, Any]] | None:
+    """A ``can_use_tool`` request's ``permission_suggestions``: the rules the approval dialog
+    offers to keep for this session (``offered``), as one Claude Code ``PermissionUpdate`` —
+    ``[{"type": "addRules", "rules": [...], "behavior": "allow", "destination": "session"}]``
+    — which the SDK hands its callback as ``context.suggestions``; ``None`` when it offers
+    none. A compound line's rules are one suggestion: they are kept all together or not."""
+    if not offered:
+        return None
+    rules = [rule_value(rule) for rule in offered]
+    return [{"type": "addRules", "rules": rules, "behavior": "allow", "destination": "session"}]
+
+
+class UnsupportedUpdate(ValueError):
+    """An allow's ``updatedPermissions`` asks for what an SDK app may not do here."""
+
+
+def kept_rules(updates: object, offered: Sequence[str]) -> tuple[str, ...]:
+    """The rules an allow's ``updatedPermissions`` keeps for this session: ``()`` for none
+    (absent or ``[]``), else exactly ``offered`` (the request's suggestion, however the SDK
+    app split it into ``addRules`` entries). Raises :class:`UnsupportedUpdate` naming the
+    first thing that is not that suggestion: an entry of another ``type``, a ``destination``
+    other than ``session``, a ``behavior`` other than ``allow``, a rule not offered, or only
+    a part of the offered rules. The caller refuses the call then: an SDK app's answer is
+    taken whole or not at all."""
+    if updates is None:
+        return ()
+    if not isinstance(updates, list):
+        raise UnsupportedUpdate(f"updatedPermissions is not a list ({type(updates).__name__})")
+    asked: list[dict[str, Any]] = []
+    for entry in cast(list[Any], updates):
+        if not isinstance(entry, dict):
+            raise UnsupportedUpdate(f"an updatedPermissions entry is not an object ({entry!r})")
+        update = cast(dict[str, Any], entry)
+        kind, where = update.get("type"), update.get("destination")
+        if kind != "addRules":
+            raise UnsupportedUpdate(
+                f"an updatedPermissions {kind!r} is not applied by coding-agent (an SDK app "
+                "may only keep the suggested addRules for this session)"
+            )
+        if where != "session":
+            raise UnsupportedUpdate(
+                f"an updatedPermissions addRules for {where!r} is not applied by coding-agent "
+                '(an SDK app does not write settings files here: use destination "session", '
+                "or add the rule to the settings yourself)"
+            )
+        if update.get("behavior") != "allow":
+            raise UnsupportedUpdate(
+                f"an updatedPermissions addRules with behavior {update.get('behavior')!r} is "
+                "not applied by coding-agent (only the suggested allow rules are; put deny "
+                "and ask rules in the settings)"
+            )
+        rules: Any = update.get("rules")
+        if not isinstance(rules, list) or not all(isinstance(r, dict) for r in rules):  # pyright: ignore[reportUnknownVariableType]
+            raise UnsupportedUpdate("an updatedPermissions addRules needs a list of rules")
+        asked.extend(cast(list[dict[str, Any]], rules))
+    if not asked:
+        return ()
+    suggested = [rule_value(rule) for rule in offered]
+    for value in asked:
+        if value not in suggested:
+            shown = value.get("toolName")
+            if value.get("ruleContent") is not None:
+                shown = f"{shown}({value.get('ruleContent')})"
+            offer = ", ".join(map(repr, offered)) if offered else "no rule for this call"
+            raise UnsupportedUpdate(
+                f"the rule {shown!r} was not suggested (suggested: {offer}); an SDK app "
+                "cannot widen an approval beyond the suggested narrow rules"
+            )
+    missing = [rule for rule, value in zip(offered, suggested, strict=True) if value not in asked]
+    if missing:
+        raise UnsupportedUpdate(
+            f"the suggested rules are kept all together, and {', '.join(missing)} "
+            "was left out: keep the whole suggestion or none of it"
+        )
+    return tuple(offered)
+
+
 class Permission:
     """The SDK's answer to a ``can_use_tool`` request: ``allowed``, and why not (``message``,
-    the SDK callback's own words or ours) and whether the turn is to stop (``interrupt``)."""
+    the SDK callback's own words or ours) and whether the turn is to stop (``interrupt``);
+    ``keep``: the offered rules an allow keeps for this session (:func:`kept_rules`);
+    ``unsupported``: the refusal is ours, of an answer asking for what is not done here."""
 
-    def __init__(self, allowed: bool, message: str = "", *, interrupt: bool = False) -> None:
+    def __init__(
+        self,
+        allowed: bool,
+        message: str = "",
+        *,
+        interrupt: bool = False,
+        keep: tuple[str, ...] = (),
+        unsupported: bool = False,
+    ) -> None:
         self.allowed = allowed
         self.message = message
         self.interrupt = interrupt
+        self.keep = keep
+        self.unsupported = unsupported
 
 
 class ControlChannel:
@@ -152,8 +270,8 @@ class ControlChannel:
         self.out.write(json.dumps(value, separators=(",", ":")) + "\n")
         self.out.flush()
 
-    def _warn(self, text: str) -> None:
-        print(f"coding-agent: warning: {inert(text)}", file=self.err)
+    def _warn(self, text: str, level: str = "warning") -> None:
+        print(f"coding-agent: {level}: {inert(text)}", file=self.err)
         self.err.flush()
 
     async def prompts(self) -> AsyncIterator[dict[str, Any]]:
@@ -286,10 +404,19 @@ class ControlChannel:
         )
 
     async def can_use_tool(
-        self, tool_name: str, tool_input: Mapping[str, Any], tool_use_id: str, reason: str = ""
+        self,
+        tool_name: str,
+        tool_input: Mapping[str, Any],
+        tool_use_id: str,
+        reason: str = "",
+        offered: Sequence[str] = (),
     ) -> Permission:
         """Ask the SDK whether the call may run (``--permission-prompt-tool stdio``) and wait
-        for its answer. Anything but a plain ``allow`` refuses the call (fail closed)."""
+        for its answer. ``offered``: the rules the approval dialog offers to keep for this
+        session, sent as the ``permission_suggestions``; an allow may keep exactly those
+        (:attr:`Permission.keep`). Anything but an ``allow`` of the call as it is, with no
+        updates or that suggestion, refuses the call (fail closed); a refused update is said
+        on stderr too."""
         if self.closed.is_set():
             return Permission(False, "the Agent SDK's stdin closed before it was asked")
         request_id = f"ca_{next(self._ids)}"
@@ -299,7 +426,7 @@ class ControlChannel:
             "subtype": "can_use_tool",
             "tool_name": tool_name,
             "input": dict(tool_input),
-            "permission_suggestions": None,
+            "permission_suggestions": permission_suggestions(offered),
             "blocked_path": None,
             "tool_use_id": tool_use_id,
         }
@@ -313,7 +440,12 @@ class ControlChannel:
             if self._waiting.pop(request_id, None) is not None and not self.closed.is_set():
                 self.line({"type": "control_cancel_request", "request_id": request_id})
             raise
-        return _permission(response, tool_input)
+        permission = _permission(response, tool_input, offered)
+        if permission.unsupported:
+            self._warn(
+                f"the Agent SDK's can_use_tool for {tool_name} {permission.message}", "error"
+            )
+        return permission
 
 
 async def _lines(fd: int) -> AsyncIterator[bytes]:
@@ -346,7 +478,9 @@ async def _first(
     return None
 
 
-def _permission(response: Mapping[str, Any] | None, asked: Mapping[str, Any]) -> Permission:
+def _permission(
+    response: Mapping[str, Any] | None, asked: Mapping[str, Any], offered: Sequence[str]
+) -> Permission:
     if response is None:
         return Permission(False, "the Agent SDK's stdin closed before it answered")
     if response.get("subtype") != "success":
@@ -365,7 +499,15 @@ def _permission(response: Mapping[str, Any] | None, asked: Mapping[str, Any]) ->
                 "the Agent SDK's can_use_tool changed the tool's input (updatedInput), which "
                 "coding-agent does not apply: allow the call as it is, or deny it",
             )
-        return Permission(True)
+        try:
+            keep = kept_rules(answer.get("updatedPermissions"), offered)
+        except UnsupportedUpdate as error:
+            # the call is not run on a part of the answer: the SDK app allowed it together
+            # with what it asked, and may rely on that (Claude Code applies all of it)
+            return Permission(
+                False, f"allowed, but {error}: the call was refused", unsupported=True
+            )
+        return Permission(True, keep=keep)
     message = answer.get("message")
     said = message if isinstance(message, str) and message else "denied"
     return Permission(False, said, interrupt=behavior == "deny" and answer.get("interrupt") is True)

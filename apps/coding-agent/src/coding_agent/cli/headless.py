@@ -86,6 +86,8 @@ from coding_agent.contracts import (
     SUBAGENT_FORKS,
     ShellService,
     WorkerStatusService,
+    session_choice,
+    session_rules_offered,
 )
 from coding_agent.session_files.folders import Session
 from coding_agent.worker.main import (
@@ -358,7 +360,8 @@ def _responders(
     stdio``: the channel, the session's folder and a list of the calls it refused) the Agent
     SDK's ``can_use_tool`` callback answers each approval instead
     (:meth:`ControlChannel.can_use_tool`), as the TUI's dialog would: a call it does not allow
-    is refused, and added to the list (the result's ``permission_denials``)."""
+    is refused, and added to the list (the result's ``permission_denials``); an allow that
+    keeps the suggested rules is the dialog's "always allow in this session" choice."""
 
     async def ask_sdk(dialog: Any, ctx: Context) -> None:
         assert sdk is not None
@@ -374,7 +377,11 @@ def _responders(
         permission = await channel.can_use_tool(
             tool_name, tool_input, str(request.get("callId") or ""),
             reason if isinstance(reason, str) else "",
+            offered=session_rules_offered(request),
         )  # fmt: skip
+        if permission.allowed and permission.keep:  # the suggestion: the dialog's session choice
+            await dialog.decide(session_choice(request, "the Agent SDK"), ctx)
+            return
         if permission.allowed:
             await dialog.decide({"decision": "allow", "by": "the Agent SDK"}, ctx)
             return
