@@ -110,14 +110,18 @@ async def test_the_limit_survives_a_sigkilled_worker_and_counts_the_calls_made_b
                         "arguments": {"command": f"echo ran >> {marker}; sleep 60"}}]},
         *_touch("t2", "t3", "t4"),
     ]))  # fmt: skip
-    server = await servers(
-        agent_env, ["--faux-script", str(faux_script), "serve", "--cwd", str(project)]
-    )
+    token = tmp_path / "token"
+    token.write_text(TOKEN + "\n")
+    os.chmod(token, 0o600)
+    server = await servers(agent_env, [
+        "--faux-script", str(faux_script), "serve", "--cwd", str(project),
+        "--listen", "tcp://127.0.0.1:0", "--insecure", "--token-file", str(token),
+    ], lines=2)  # fmt: skip
     client = await anyio.open_process(
-        [sys.executable, "-m", "coding_agent.cli.main", "-p", "go", "--server", server.unix,
-         "--max-turns", "2", "--approve", "allow", "--output-format", "json"],
-        env=agent_env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "coding_agent.cli.main", "-p", "go", "--insecure", "--server",
+         server.tcp, "--max-turns", "2", "--approve", "allow", "--output-format", "json"],
+        env={**agent_env, "CODING_AGENT_TOKEN": TOKEN}, cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     output: dict[str, bytes] = {"out": b"", "err": b""}
 
@@ -149,3 +153,9 @@ async def test_the_limit_survives_a_sigkilled_worker_and_counts_the_calls_made_b
     assert marker.read_text() == "ran\n", "the interrupted command was not run again"
     assert (project / "t2").exists(), "the second call's tools ran"
     assert not (project / "t3").exists(), "a third model call was made after the restart"
+    # the stored limit was that turn's: forgotten once it ended, the next prompt is unlimited
+    done = await _client(agent_env, tmp_path, "--server", f"{server.tcp}/{result['session_id']}",
+                         "--approve", "allow", "--output-format", "json")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == "all touched"
+    assert (project / "t3").exists() and (project / "t4").exists()
