@@ -170,6 +170,16 @@ def _stored_turns(tx: Any, _ctx: Any) -> dict[str, Any]:
     return dict(turns) if isinstance(turns, dict) else {}
 
 
+def _limit_of(record: Any) -> tuple[int | None, int]:
+    """``(limit, after)`` of a stored record; ``(None, 0)`` when it is not one this module
+    wrote (a whole ``limit`` of 1 or more, a whole ``after``)."""
+    if isinstance(record, dict):
+        limit, after = record.get("limit"), record.get("after")
+        if type(limit) is int and limit >= 1 and type(after) is int:
+            return limit, after
+    return None, 0
+
+
 class _Limits:
     """:data:`~coding_agent.contracts.TurnLimitService`: a limited send per conversation at a
     time, each stored (:data:`STORE_NAMESPACE`) and watched in ``group`` (the worker's) until
@@ -211,16 +221,21 @@ class _Limits:
         try:
             root = await h.root(BACKGROUND)
             for key, record in (await root.commit(_stored_turns, BACKGROUND)).items():
+                if not key.isdigit():  # no conversation's: nothing it could limit
+                    await self._forget(root, key)
+                    continue
                 conversation = int(key)
                 if conversation in self._held:
                     continue  # this process placed it (a reopen after a reload)
                 handle = await h.conversation(conversation, BACKGROUND)
                 if handle is None:
-                    await self._forget(root, conversation)
+                    await self._forget(root, key)
                     continue
-                limit = TurnLimit(record["limit"], namespace=f"{NAMESPACE}.{conversation}")
+                stored, after = _limit_of(record)
+                limit = TurnLimit(stored or 1, namespace=f"{NAMESPACE}.{conversation}")
                 limit.conversation = conversation
-                limit.turns = await _answers_since(handle, record["after"])
+                # unreadable (written by something else): fail closed, the turn is stopped
+                limit.turns = 2 if stored is None else await _answers_since(handle, after)
                 if limit.turns > limit.limit:  # past it already: the recovered turn is aborted
                     limit.stopped = True
                     limit.over.set()
@@ -242,7 +257,7 @@ class _Limits:
 
         await handle.commit(write, BACKGROUND)
 
-    async def _forget(self, handle: ConversationHandle, conversation: int) -> None:
+    async def _forget(self, handle: ConversationHandle, conversation: int | str) -> None:
         """Remove ``conversation``'s stored limit (its turn ended, however)."""
         store = self._store
         if store is None or not store.alive:
