@@ -11,6 +11,7 @@ import pytest
 from chord.context import BACKGROUND, Context
 from pico3.models.faux import faux_pause, faux_response, faux_tool_call
 from pico3.tools import OutputBounds, ToolApi, ToolDeclaration, ToolResult
+from pico3.turn.post_tools import POST_TOOLS_KIND
 from pico3.turn.tool import TOOL_KIND
 
 pytestmark = pytest.mark.anyio
@@ -648,3 +649,69 @@ async def test_a_write_riding_with_the_result_is_written_by_the_result_commit(op
         gate.set()
         await handle.wait(BACKGROUND)
         assert await seen(s) == {"a": True}
+
+
+def interrupted_marks(entries: list[Any]) -> list[Any]:
+    """The display-only answers that mark a turn interrupted (``data.reason`` ``aborted``)."""
+    return [
+        e for e in entries
+        if e.kind == "pi.assistant" and isinstance(e.data, dict)
+        and e.data.get("reason") == "aborted"
+    ]  # fmt: skip
+
+
+async def test_a_conversation_abort_while_a_tool_runs_marks_the_turn_interrupted_once(
+    open_session,
+) -> None:
+    # Esc while a tool runs: the aborted result, then one interrupted answer after it (no
+    # answer was streaming, so only post-tools can mark it), as the model call's abort does
+    running = anyio.Event()
+
+    async def slow(args: dict[str, Any], api: ToolApi, ctx: Context) -> ToolResult:
+        running.set()
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    script = [calls(("slow", {"text": "a"}), ("slow", {"text": "b"})), faux_response("done")]
+    async with tools_session(open_session, script, declare("slow", slow)) as s:
+        handle = await s.root.send("go", BACKGROUND)
+        await running.wait()
+        await s.root.abort(BACKGROUND)
+        record = await handle.wait(BACKGROUND)
+        assert (record.status, record.reason) == ("unanswered", "aborted")
+        entries = await s.entries()
+        kinds = [e.kind for e in entries if e.kind != "pi.system"]
+        assert kinds == ["pi.user", "pi.assistant", "pi.tool_result", "pi.tool_result",
+                         "pi.assistant"]  # fmt: skip
+        (mark,) = interrupted_marks(entries)
+        assert mark is entries[-1] and mark.model is msgspec.UNSET  # never sent to the model
+        assert mark.data["display"]["stopReason"] == "aborted"
+        assert "stoppedBy" not in mark.data  # the user stopped it
+
+
+async def test_an_abort_after_the_tools_ended_before_the_next_answer_marks_it_too(
+    open_session,
+) -> None:
+    # the boundary: every tool ended, the model is not called yet (post-tools runs its
+    # after_tools observers); the abort still leaves one mark, naming who stopped the turn
+    observing = anyio.Event()
+
+    async def observe(assistant: int, results: list[int], api: Any, ctx: Context) -> None:
+        observing.set()
+        await anyio.sleep_forever()
+
+    def setup(h: Any) -> None:
+        h.hooks(h.namespace("slow-observer"), POST_TOOLS_KIND, {"after_tools": observe})
+
+    script = [calls(("echo", {"text": "a"})), faux_response("done")]
+    async with tools_session(open_session, script, declare("echo", echo), setup=setup) as s:
+        handle = await s.root.send("go", BACKGROUND)
+        await observing.wait()
+        await s.root.abort(BACKGROUND, by="a test")
+        record = await handle.wait(BACKGROUND)
+        assert (record.status, record.reason) == ("unanswered", "aborted")
+        entries = await s.entries()
+        (result,) = await results(s)
+        assert text_of(result) == "echo a"  # the tool had ended as it should
+        (mark,) = interrupted_marks(entries)
+        assert mark is entries[-1] and mark.data["stoppedBy"] == "a test"

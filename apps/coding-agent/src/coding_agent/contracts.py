@@ -152,8 +152,9 @@ class TurnLimits(Protocol):
     async def send(self, conversation: int, input: Any, turns: int, ctx: Context) -> int:
         """Send ``input`` (``SendInputJson``) to ``conversation`` with its turn limited to
         ``turns`` model calls, as ``-p --max-turns`` limits a run in its own process; returns
-        the input id. The limit lives in the worker for that turn alone (till the
-        conversation is idle again), is kept nowhere, and is lost if the worker restarts.
+        the input id. The limit is that turn's alone (till the conversation is idle again)
+        and is stored with it, so a worker that resumes the turn after a restart enforces
+        what is left of it.
         Raises ``ValueError`` for a conversation that is not there, one another limited send
         holds, or ``turns`` below 1."""
         ...

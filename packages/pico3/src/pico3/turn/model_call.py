@@ -97,6 +97,7 @@ from pico3.turn.state import (
     MODEL_CALL,
     POST_TOOLS,
     TOOL,
+    append_interrupted,
     end_turn,
     newest_head,
     settle,
@@ -668,17 +669,8 @@ async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
             model = checkpoint["model"]
             shown["provider"] = str(model.get("provider") or "")
             shown["model"] = str(model.get("modelId") or model.get("id") or "")
-        shown["stopReason"] = "aborted"
-        data: dict[str, Any] = {
-            "attempt": checkpoint.get("attempt", 0),
-            "display": shown,
-            "reason": "aborted",
-        }
-        stopped = turn.get("stoppedBy") if turn is not None else None
-        if isinstance(stopped, str):  # stopped on someone's behalf (ConversationHandle.abort)
-            data["stoppedBy"] = stopped
         result: dict[str, Any] = {
-            "assistant": tx.append_entry(cid, NewEntry(kind="pi.assistant", data=data)).id
+            "assistant": append_interrupted(tx, cid, shown, checkpoint.get("attempt", 0))
         }
         await settle(tx, cid, inputs, "aborted", None)
         return result

@@ -47,6 +47,7 @@ from pico3.turn.hook_points import runner
 from pico3.turn.placement import boundary, resolve_inputs, user_message
 from pico3.turn.state import (
     POST_TOOLS,
+    append_interrupted,
     end_turn,
     newest_head,
     settle,
@@ -189,8 +190,16 @@ async def _abort(task: TaskInfo, rt: Runtime, ctx: Context) -> AbortClosure:
     for tool_id in task.input["tools"]:
         await rt.wait_for_task(tool_id, ctx)
 
-    async def close(tx: Transaction, current: Task, ctx: Context) -> None:
+    now = rt.now()
+
+    async def close(tx: Transaction, current: Task, ctx: Context) -> dict[str, Any]:
+        # The turn stops with no answer after the tools (whether they ran to the end or the
+        # abort stopped them): an empty interrupted answer marks it, as a model call aborted
+        # before its first word does; it is this turn's only mark.
+        shown: dict[str, Any] = {"role": "assistant", "content": [], "timestamp": now}
+        assistant = append_interrupted(tx, cid, shown, 0)
         await settle(tx, cid, inputs, "aborted", None)
+        return {"assistant": assistant}
 
     return close
 

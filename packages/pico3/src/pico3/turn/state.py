@@ -22,6 +22,7 @@ from typing import Any
 
 from pico3.kernel.proxy import TrackedDict
 from pico3.kernel.tx import Transaction
+from pico3.session_data.entries import NewEntry
 from pico3.storage.records import Task
 from pico3.turn.placement import BoundaryResult, InputReason, boundary, resolve_inputs
 
@@ -29,6 +30,7 @@ __all__ = [
     "MODEL_CALL",
     "POST_TOOLS",
     "TOOL",
+    "append_interrupted",
     "end_turn",
     "newest_head",
     "settle",
@@ -129,6 +131,23 @@ async def end_turn(
     if placed.triggers:
         return start_model_call(tx, conversation_id, placed.triggers)
     return None
+
+
+def append_interrupted(tx: Transaction, cid: int, shown: dict[str, Any], attempt: int) -> int:
+    """Append the display-only ``pi.assistant`` that marks a turn stopped by an abort (the
+    answer as far as it streamed, or an empty one) and return its id. ``data``: ``display``
+    (``shown`` with ``stopReason: "aborted"``), ``reason: "aborted"``, ``attempt``, and the
+    running turn's ``stoppedBy`` when someone other than the user stopped it. Every turn a
+    conversation abort ends gets exactly one: the model call's abort while it answers, else
+    the post-tools abort (the tools ran or were stopped, and no answer came after), so every
+    client shows the interruption once, and after a restart too."""
+    display = {**shown, "stopReason": "aborted"}
+    data: dict[str, Any] = {"attempt": attempt, "display": display, "reason": "aborted"}
+    turn = turn_doc(tx, cid)
+    stopped = turn.get("stoppedBy") if turn is not None else None
+    if isinstance(stopped, str):  # stopped on someone's behalf (ConversationHandle.abort)
+        data["stoppedBy"] = stopped
+    return tx.append_entry(cid, NewEntry(kind="pi.assistant", data=data)).id
 
 
 async def settle(
