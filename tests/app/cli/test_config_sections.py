@@ -181,3 +181,24 @@ async def test_config_in_a_trusted_project_marks_the_shadowed_agent_and_a_broken
     assert f"! {project}/.mcp.json: not valid JSON" in mcp
     assert "fix the file" in mcp
     assert not setup["ran"].exists()
+
+
+def test_config_in_process_leaves_no_feature_module_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``config`` hosts the features' ``"config"`` facets from generations of their packages,
+    and purges them once listed: called in a process that lives on (a test, an embedding
+    program), it leaves none of their modules imported (they would count as a leaked
+    generation for every later load in that process)."""
+    from chord.facet_packages.generation import GENERATION_PREFIX
+    from coding_agent.cli.main import main
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "home" / ".local" / "state"))
+    monkeypatch.chdir(tmp_path)
+    before = {name for name in sys.modules if name.startswith(GENERATION_PREFIX)}
+    assert main(["config"]) == 0
+    assert "# hooks:" in capsys.readouterr().out  # the features' sections were listed
+    after = {name for name in sys.modules if name.startswith(GENERATION_PREFIX)}
+    assert after - before == set()

@@ -123,11 +123,15 @@ def config_sections(cwd: Path, env: Mapping[str, str] | None = None) -> list[Sec
     sections: list[Section] = []
     failed: list[str] = []
     facets: list[Any] = []
+    generations: list[Any] = []  # purged once listed: no module of theirs stays imported
     for package in installed_facet_packages(on_error=lambda error: failed.append(str(error))):
         try:
-            facets += load_generation(package, CONFIG_HOST).facets
+            generation = load_generation(package, CONFIG_HOST)
         except Exception as error:  # a broken package: said, the others still listed
             failed.append(f"facet package {package.name!r} did not load: {error}")
+            continue
+        generations.append(generation)
+        facets += generation.facets
 
     class Sections:
         """The ``config.sections`` service (module docstring)."""
@@ -147,11 +151,14 @@ def config_sections(cwd: Path, env: Mapping[str, str] | None = None) -> list[Sec
         async with create_facet_host([define_facet("coding-agent/config", provide), *facets]):
             pass
 
-    if facets:
-        try:
+    try:
+        if facets:
             anyio.run(host)
-        except Exception as error:
-            failed.append(f"the feature packages' listings failed: {error}")
+    except Exception as error:
+        failed.append(f"the feature packages' listings failed: {error}")
+    finally:
+        for generation in generations:
+            generation.purge()
     if failed:
         sections.append({"title": "feature packages", "items": [], "problems": failed})
     return sections
